@@ -1,0 +1,166 @@
+"""kompakt keeps an LLM agent's conversation inside its context budget.
+
+>>> import kompakt
+>>> msgs = [kompakt.Message.system("be brief"), kompakt.Message.user("hello")]
+>>> kompakt.MessageIndex(msgs).group_count
+2
+
+Public names are imported on first use (as pydantic does), so ``import kompakt``
+stays fast and pulls in no model SDK, database driver or framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # messages and errors
+    "Message": "kompakt.messages",
+    "Part": "kompakt.messages",
+    "ToolCall": "kompakt.messages",
+    "Role": "kompakt.messages",
+    "KompaktError": "kompakt.errors",
+    "InputError": "kompakt.errors",
+    "FormatError": "kompakt.errors",
+    "MessageError": "kompakt.errors",
+    "InvalidConversation": "kompakt.errors",
+    "ConfigError": "kompakt.errors",
+    "BudgetImpossible": "kompakt.errors",
+    "MissingDependency": "kompakt.errors",
+    "ModelError": "kompakt.errors",
+    "StoreError": "kompakt.errors",
+    "Problem": "kompakt.errors",
+    # formats and validation
+    "load": "kompakt.formats",
+    "dump": "kompakt.formats",
+    "detect_format": "kompakt.formats",
+    "Conversation": "kompakt.formats",
+    "validate": "kompakt.validation",
+    "find_problems": "kompakt.validation",
+    # tokens, index, view
+    "Tokenizer": "kompakt.tokens",
+    "CharEstimator": "kompakt.tokens",
+    "TiktokenTokenizer": "kompakt.tokens",
+    "HFTokenizer": "kompakt.tokens",
+    "MessageIndex": "kompakt.index",
+    "Group": "kompakt.index",
+    "View": "kompakt.view",
+    # triggers
+    "Trigger": "kompakt.triggers",
+    "TokensExceed": "kompakt.triggers",
+    "TokensBelow": "kompakt.triggers",
+    "MessagesExceed": "kompakt.triggers",
+    "TurnsExceed": "kompakt.triggers",
+    "GroupsExceed": "kompakt.triggers",
+    "CharsExceed": "kompakt.triggers",
+    "ContextFraction": "kompakt.triggers",
+    "HasToolCalls": "kompakt.triggers",
+    "Always": "kompakt.triggers",
+    "Never": "kompakt.triggers",
+    "All": "kompakt.triggers",
+    "Any": "kompakt.triggers",
+    "Not": "kompakt.triggers",
+    # strategies
+    "Strategy": "kompakt.strategies",
+    "AsyncStrategy": "kompakt.strategies",
+    "BaseStrategy": "kompakt.strategies",
+    "CompactionContext": "kompakt.strategies",
+    "Step": "kompakt.strategies",
+    "Truncation": "kompakt.strategies",
+    "SlidingWindow": "kompakt.strategies",
+    "KeepFirstAndLast": "kompakt.strategies",
+    "CollapseToolResults": "kompakt.strategies",
+    "RemoveToolCalls": "kompakt.strategies",
+    "ClampOversized": "kompakt.strategies",
+    "SupersedeReads": "kompakt.strategies",
+    "Pipeline": "kompakt.strategies",
+    "Budgeted": "kompakt.strategies",
+    # summaries and facts
+    "Summarize": "kompakt.strategies",
+    "WholeHistory": "kompakt.strategies",
+    "FromLastN": "kompakt.strategies",
+    "Chunked": "kompakt.strategies",
+    "ExtractiveDigest": "kompakt.strategies",
+    "FactRetrieval": "kompakt.strategies",
+    "Concept": "kompakt.strategies",
+    "FactType": "kompakt.strategies",
+    "CODING_AGENT_CONCEPTS": "kompakt.strategies",
+    # compactor
+    "Compactor": "kompakt.compactor",
+    "CompactionEvent": "kompakt.compactor",
+    "HistoryProcessor": "kompakt.compactor",
+    "apply_compaction": "kompakt.compactor",
+    "apply_compaction_async": "kompakt.compactor",
+    # models
+    "ChatModel": "kompakt.models",
+    "ChatResponse": "kompakt.models",
+    "Usage": "kompakt.models",
+    "OpenAIModel": "kompakt.models",
+    "AnthropicModel": "kompakt.models",
+    "LocalModel": "kompakt.models",
+    "ExtractiveModel": "kompakt.models",
+    "ScriptedModel": "kompakt.models",
+    "model_from_string": "kompakt.models",
+    # store and agent
+    "HistoryStore": "kompakt.store",
+    "MemoryStore": "kompakt.store",
+    "SQLiteStore": "kompakt.store",
+    "PostgresStore": "kompakt.store",
+    "Agent": "kompakt.agent",
+    "RunResult": "kompakt.agent",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kompakt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # real imports for type checkers and IDEs
+    from kompakt.errors import (
+        BudgetImpossible,
+        ConfigError,
+        FormatError,
+        InputError,
+        InvalidConversation,
+        KompaktError,
+        MessageError,
+        MissingDependency,
+        ModelError,
+        Problem,
+        StoreError,
+    )
+    from kompakt.index import Group, MessageIndex
+    from kompakt.messages import Message, Part, Role, ToolCall
+    from kompakt.tokens import CharEstimator, HFTokenizer, TiktokenTokenizer, Tokenizer
+    from kompakt.triggers import (
+        All,
+        Always,
+        Any,
+        CharsExceed,
+        ContextFraction,
+        GroupsExceed,
+        HasToolCalls,
+        MessagesExceed,
+        Never,
+        Not,
+        TokensBelow,
+        TokensExceed,
+        Trigger,
+        TurnsExceed,
+    )
+    from kompakt.view import View

@@ -1,0 +1,226 @@
+"""The incremental index: groups, turns and running totals of a growing history.
+
+A *group* is the unit compaction keeps or removes whole:
+
+* ``system``: one system (or developer) message;
+* ``user``: one user message (it starts a turn);
+* ``assistant_text``: an assistant message without tool calls;
+* ``tool_call``: an assistant message with tool calls and *all* of its results,
+  parallel ones included; while a result is missing the group is ``pending``;
+* ``summary``: a synthetic summary (or facts) message.
+
+Appending is O(1) amortized: a message is tokenized once, its group is found from
+the last group or from the open-call table, and the totals are updated in place.
+
+>>> from kompakt.messages import Message, ToolCall
+>>> idx = MessageIndex()
+>>> for m in [Message.system("be brief"), Message.user("list files"),
+...           Message.assistant(tool_calls=[ToolCall(id="c1", name="ls")]),
+...           Message.tool("a.py", tool_call_id="c1"), Message.assistant("one file")]:
+...     _ = idx.append(m)
+>>> [g.kind for g in idx.groups]
+['system', 'user', 'tool_call', 'assistant_text']
+>>> idx.message_count, idx.group_count, idx.turn_count
+(5, 4, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from kompakt.messages import Message
+from kompakt.tokens import CharEstimator, Tokenizer
+
+__all__ = ["Group", "GroupKind", "MessageIndex"]
+
+GroupKind: TypeAlias = Literal["system", "user", "assistant_text", "tool_call", "summary"]
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """A run of messages kept or removed together: positions ``start`` to ``end - 1``."""
+
+    index: int
+    """Position of the group in `MessageIndex.groups`."""
+    kind: GroupKind
+    start: int
+    """Position of the group's first message in the history."""
+    end: int
+    """One past the position of its last message."""
+    turn: int
+    """The turn the group belongs to (turns start at user messages; 0 before the first)."""
+    tokens: int = 0
+    chars: int = 0
+    pinned: bool = False
+    """A message of the group is pinned or a memory."""
+    open_calls: set[str] = field(default_factory=set)
+    """Ids of calls still waiting for their result."""
+    orphan: bool = False
+    """A tool result whose call is not directly before it (validation reports it)."""
+
+    @property
+    def pending(self) -> bool:
+        """A tool-call group still waiting for a result."""
+        return bool(self.open_calls)
+
+    @property
+    def size(self) -> int:
+        """Number of messages in the group."""
+        return self.end - self.start
+
+
+class MessageIndex:
+    """Messages, their groups and running totals, updated as messages arrive.
+
+    Ids are made unique on the way in: a message whose id is already present is
+    stored with ``~2``, ``~3`` ... appended (identical messages get distinct ids).
+
+    >>> idx = MessageIndex([Message.user("hi"), Message.user("hi")])
+    >>> [m.id[-2:] for m in idx.messages][1]
+    '~2'
+    """
+
+    def __init__(
+        self, messages: Iterable[Message] = (), *, tokenizer: Tokenizer | None = None
+    ) -> None:
+        self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else CharEstimator()
+        self._messages: list[Message] = []
+        self._tokens: list[int] = []
+        self._group_of: list[int] = []
+        self._groups: list[Group] = []
+        self._positions: dict[str, int] = {}
+        self._open_calls: dict[str, int] = {}
+        self.total_tokens = 0
+        self.total_chars = 0
+        self.turn_count = 0
+        self.tool_call_group_count = 0
+        self.last_user_group: int | None = None
+        """Index of the newest user group (None before the first user message)."""
+        self.first_user_group: int | None = None
+        self.extend(messages)
+
+    # -- building -----------------------------------------------------------------
+
+    def append(self, message: Message) -> Message:
+        """Add one message; returns it as stored (its id made unique if needed)."""
+        message = self._unique(message)
+        pos = len(self._messages)
+        tokens = self.tokenizer.count_message(message)
+        chars = message.char_count
+        group = self._place(message, pos)
+        group.end = pos + 1
+        group.tokens += tokens
+        group.chars += chars
+        if message.pinned or message.memory:
+            group.pinned = True
+        self._messages.append(message)
+        self._tokens.append(tokens)
+        self._group_of.append(group.index)
+        self._positions[message.id] = pos
+        self.total_tokens += tokens
+        self.total_chars += chars
+        return message
+
+    def extend(self, messages: Iterable[Message]) -> list[Message]:
+        """Append several messages; returns them as stored."""
+        return [self.append(m) for m in messages]
+
+    def _unique(self, message: Message) -> Message:
+        if message.id not in self._positions:
+            return message
+        n = 2
+        while f"{message.id}~{n}" in self._positions:
+            n += 1
+        return message.evolve(id=f"{message.id}~{n}")
+
+    def _place(self, m: Message, pos: int) -> Group:
+        if m.role == "tool":
+            return self._place_result(m, pos)
+        if m.synthetic in ("summary", "facts"):
+            return self._new_group("summary", pos)
+        if m.role in ("system", "developer"):
+            return self._new_group("system", pos)
+        if m.role == "user":
+            self.turn_count += 1
+            g = self._new_group("user", pos)
+            self.last_user_group = g.index
+            if self.first_user_group is None:
+                self.first_user_group = g.index
+            return g
+        if m.tool_calls:
+            g = self._new_group("tool_call", pos)
+            self.tool_call_group_count += 1
+            for call in m.tool_calls:
+                g.open_calls.add(call.id)
+                self._open_calls[call.id] = g.index
+            return g
+        return self._new_group("assistant_text", pos)
+
+    def _place_result(self, m: Message, pos: int) -> Group:
+        owner = self._open_calls.get(m.tool_call_id or "")
+        last = self._groups[-1] if self._groups else None
+        if owner is not None and last is not None and owner == last.index:
+            last.open_calls.discard(m.tool_call_id or "")
+            del self._open_calls[m.tool_call_id or ""]
+            return last
+        g = self._new_group("tool_call", pos)
+        g.orphan = True
+        self.tool_call_group_count += 1
+        return g
+
+    def _new_group(self, kind: GroupKind, pos: int) -> Group:
+        g = Group(index=len(self._groups), kind=kind, start=pos, end=pos, turn=self.turn_count)
+        self._groups.append(g)
+        return g
+
+    # -- reading ------------------------------------------------------------------
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """Every message, in order (read-only)."""
+        return self._messages
+
+    @property
+    def groups(self) -> Sequence[Group]:
+        """Every group, in order (read-only)."""
+        return self._groups
+
+    @property
+    def message_tokens(self) -> Sequence[int]:
+        """Tokens of each message, overheads included."""
+        return self._tokens
+
+    @property
+    def message_count(self) -> int:
+        return len(self._messages)
+
+    @property
+    def group_count(self) -> int:
+        return len(self._groups)
+
+    def group_of(self, position: int) -> Group:
+        """The group holding the message at `position`."""
+        return self._groups[self._group_of[position]]
+
+    def group_messages(self, group: Group | int) -> Sequence[Message]:
+        """The messages of a group, in order."""
+        g = self._groups[group] if isinstance(group, int) else group
+        return self._messages[g.start : g.end]
+
+    def position(self, message_id: str) -> int | None:
+        """Where the message with this id is, or None."""
+        return self._positions.get(message_id)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self._messages)
+
+    def __repr__(self) -> str:
+        return (
+            f"MessageIndex(messages={self.message_count}, groups={self.group_count}, "
+            f"turns={self.turn_count}, tokens={self.total_tokens})"
+        )

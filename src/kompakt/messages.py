@@ -1,0 +1,244 @@
+"""The message model every other part of kompakt reads and writes.
+
+A `Message` is immutable. Formats turn provider documents into messages and back;
+strategies never edit a message, they put a new (synthetic) one in its place and
+record which originals it covers.
+
+>>> m = Message.user("fix the failing test")
+>>> m.role, m.text
+('user', 'fix the failing test')
+>>> m.id == Message.user("fix the failing test").id
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "Message",
+    "Part",
+    "PartKind",
+    "Role",
+    "Synthetic",
+    "ToolCall",
+]
+
+Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+"""Who said it. `developer` is OpenAI's newer name for a system-level instruction."""
+
+PartKind: TypeAlias = Literal["text", "image", "audio", "file", "other"]
+
+Synthetic: TypeAlias = Literal["summary", "collapsed", "clamped", "superseded", "omitted", "facts"]
+"""What a message made by kompakt stands for (None on every original)."""
+
+ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})
+
+IMAGE_TOKENS = 765
+"""Tokens counted for one image part: OpenAI's cost of a 512px high-detail tile set."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Part:
+    """One piece of a message's content.
+
+    Text is kept as `text`; anything else (an image, audio, a file) is kept whole in
+    `data`, exactly as the source format gave it, so it is counted and never dropped.
+
+    >>> Part(kind="image", data={"type": "image_url", "image_url": {"url": "x.png"}}).kind
+    'image'
+    """
+
+    kind: PartKind = "text"
+    """`text` or the kind of the non-text payload."""
+    text: str = ""
+    """The text of a text part (empty for others)."""
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """The source block verbatim (provider fields such as `cache_control` included)."""
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.text))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A call the assistant asks for. `arguments` is the raw JSON text the model wrote.
+
+    >>> ToolCall(id="c1", name="read_file", arguments='{"path": "a.py"}').parsed_arguments()
+    {'path': 'a.py'}
+    """
+
+    id: str
+    """The provider's call id; a tool result names it in `tool_call_id`."""
+    name: str
+    """The tool's name."""
+    arguments: str = "{}"
+    """Arguments as raw JSON text, kept byte for byte (models sometimes write invalid JSON)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Unknown fields of the source call, kept verbatim (for example `index`)."""
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as Python data, or the raw text when they are not valid JSON."""
+        try:
+            return json.loads(self.arguments)
+        except (ValueError, TypeError):
+            return self.arguments
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.name, self.arguments))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """One message of a conversation.
+
+    Build with the role helpers (`Message.user("...")`) or directly. `id` is derived
+    from the content when not given; `MessageIndex` makes ids unique within a history.
+
+    >>> call = ToolCall(id="c1", name="ls", arguments="{}")
+    >>> a = Message.assistant("", tool_calls=[call])
+    >>> r = Message.tool("a.py", tool_call_id="c1")
+    >>> a.has_tool_calls, r.tool_call_id
+    (True, 'c1')
+    """
+
+    role: Role
+    """system, developer, user, assistant or tool."""
+    content: tuple[Part, ...] = ()
+    """Text and non-text parts, in order."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls an assistant message asks for (parallel calls are several)."""
+    tool_call_id: str | None = None
+    """On a tool result: the id of the call it answers."""
+    name: str | None = None
+    """Optional participant or tool name (OpenAI `name`)."""
+    id: str = ""
+    """Stable id: given, or derived from the content (see `digest`)."""
+    pinned: bool = False
+    """Survives every strategy."""
+    memory: bool = False
+    """A memory message (facts the agent keeps); survives every strategy like a pinned one."""
+    synthetic: Synthetic | None = None
+    """Set on messages kompakt made; None on originals."""
+    covers: tuple[str, ...] = ()
+    """For a synthetic message: the ids of the originals it stands in for."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Fields of the source format kompakt does not model, kept verbatim for round trips."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form data of the caller's; never sent to a provider."""
+    digest: str = field(default="", compare=False, repr=False)
+    """Hash of what the provider sees (role, parts, calls, result id); computed."""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {sorted(ROLES)}, got {self.role!r}")
+        if isinstance(self.content, str):  # tolerate Message(role=..., content="text")
+            object.__setattr__(self, "content", (Part(text=self.content),) if self.content else ())
+        elif not isinstance(self.content, tuple):
+            object.__setattr__(self, "content", tuple(self.content))
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if not isinstance(self.covers, tuple):
+            object.__setattr__(self, "covers", tuple(self.covers))
+        digest = _digest(self)
+        object.__setattr__(self, "digest", digest)
+        if not self.id:
+            object.__setattr__(self, "id", "m_" + digest[:16])
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.digest))
+
+    # -- constructors -------------------------------------------------------------
+
+    @classmethod
+    def system(cls, text: str, **kw: Any) -> Message:
+        """A system message."""
+        return cls(role="system", content=_text_parts(text), **kw)
+
+    @classmethod
+    def user(cls, text: str, **kw: Any) -> Message:
+        """A user message."""
+        return cls(role="user", content=_text_parts(text), **kw)
+
+    @classmethod
+    def assistant(
+        cls, text: str = "", *, tool_calls: Iterable[ToolCall] = (), **kw: Any
+    ) -> Message:
+        """An assistant message, with optional tool calls."""
+        return cls(role="assistant", content=_text_parts(text), tool_calls=tuple(tool_calls), **kw)
+
+    @classmethod
+    def tool(cls, text: str, *, tool_call_id: str, **kw: Any) -> Message:
+        """A tool result answering `tool_call_id`."""
+        return cls(role="tool", content=_text_parts(text), tool_call_id=tool_call_id, **kw)
+
+    # -- reading ------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The text parts joined with newlines (non-text parts are left out)."""
+        parts = [p.text for p in self.content if p.kind == "text"]
+        return parts[0] if len(parts) == 1 else "\n".join(parts)
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """True for an assistant message that asks for tool calls."""
+        return bool(self.tool_calls)
+
+    @property
+    def char_count(self) -> int:
+        """Characters of text, tool-call names and arguments (what a char estimate sees)."""
+        n = sum(len(p.text) for p in self.content)
+        for c in self.tool_calls:
+            n += len(c.name) + len(c.arguments)
+        return n
+
+    @property
+    def is_protected(self) -> bool:
+        """Pinned or memory: no strategy may remove it."""
+        return self.pinned or self.memory
+
+    def evolve(self, **changes: Any) -> Message:
+        """A copy with `changes` applied; the id is re-derived unless given.
+
+        >>> Message.user("a").evolve(pinned=True).pinned
+        True
+        """
+        if "id" not in changes and any(k in changes for k in _CONTENT_FIELDS):
+            changes["id"] = ""
+        if isinstance(changes.get("content"), str):
+            changes["content"] = _text_parts(changes["content"])
+        return replace(self, **changes)
+
+
+_CONTENT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "synthetic", "covers")
+
+
+def _text_parts(text: str) -> tuple[Part, ...]:
+    return (Part(text=text),) if text else ()
+
+
+def _digest(m: Message) -> str:
+    h = hashlib.sha1(m.role.encode(), usedforsecurity=False)
+    for p in m.content:
+        h.update(b"\x00p")
+        h.update(p.kind.encode())
+        h.update(p.text.encode("utf-8", "surrogatepass"))
+        if p.kind != "text":
+            h.update(json.dumps(p.data, sort_keys=True, default=str).encode())
+    for c in m.tool_calls:
+        h.update(b"\x00c")
+        h.update(c.id.encode())
+        h.update(c.name.encode())
+        h.update(c.arguments.encode("utf-8", "surrogatepass"))
+    if m.tool_call_id is not None:
+        h.update(b"\x00r")
+        h.update(m.tool_call_id.encode())
+    if m.synthetic:
+        h.update(b"\x00s" + m.synthetic.encode())
+        h.update("\x01".join(m.covers).encode())
+    return h.hexdigest()

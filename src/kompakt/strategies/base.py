@@ -1,0 +1,229 @@
+"""The strategy protocol, the context a strategy runs in, and what it records.
+
+A strategy is one method: edit a `View`, return whether anything changed. It may
+stop early when `context.done()` says the target holds.
+
+>>> from kompakt.index import MessageIndex
+>>> from kompakt.messages import Message
+>>> class DropOldestAssistant(BaseStrategy):
+...     def apply(self, view, context):
+...         for g in view.candidates(kinds=["assistant_text"]):
+...             view.drop(g)
+...             return True
+...         return False
+>>> idx = MessageIndex([Message.user("q"), Message.assistant("a"), Message.user("q2")])
+>>> view = View(idx)
+>>> DropOldestAssistant().apply(view, CompactionContext(view))
+True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+
+from kompakt.errors import ConfigError
+from kompakt.triggers import Never, Not, Trigger, TriggerLike, as_trigger
+from kompakt.view import View
+
+if TYPE_CHECKING:
+    from kompakt.models.base import ChatModel
+
+__all__ = [
+    "AsyncStrategy",
+    "BaseStrategy",
+    "CompactionContext",
+    "Step",
+    "Strategy",
+    "StrategyLike",
+    "as_strategy",
+    "run_strategy",
+]
+
+DEFAULT_MIN_PRESERVED = 2
+"""Newest groups every built-in strategy leaves alone unless told otherwise."""
+
+
+@dataclass
+class Step:
+    """What one strategy did during a compaction."""
+
+    strategy: str
+    changed: bool = False
+    tokens_before: int = 0
+    tokens_after: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    seconds: float = 0.0
+    groups_dropped: int = 0
+    groups_replaced: int = 0
+    model_calls: int = 0
+    model_input_tokens: int = 0
+    model_output_tokens: int = 0
+    fallback: str | None = None
+    """Why the strategy fell back (a model error, a timeout, an empty answer...)."""
+    detail: str = ""
+
+
+@dataclass
+class CompactionContext:
+    """What a strategy may consult while it edits a view.
+
+    `target` is the stop condition: strategies that remove groups one at a time stop
+    as soon as `done()` is true. `budget` is set inside `Budgeted`.
+    """
+
+    view: View
+    target: Trigger = field(default_factory=Never)
+    budget: int | None = None
+    summarizer: ChatModel | None = None
+    steps: list[Step] = field(default_factory=list)
+    current: Step | None = None
+    """The step of the strategy running now (strategies add counts to it)."""
+
+    def done(self) -> bool:
+        """The target holds: stop removing."""
+        return self.target(self.view)
+
+    @property
+    def tokenizer(self) -> object:
+        return self.view.index.tokenizer
+
+    def note(self, **counts: int | str | None) -> None:
+        """Add to the running step: ``context.note(groups_dropped=1)``."""
+        step = self.current
+        if step is None:
+            return
+        for key, value in counts.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(step, key, getattr(step, key) + value)
+            else:
+                setattr(step, key, value)
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """Edits a view in place; returns True when it changed anything."""
+
+    def apply(self, view: View, context: CompactionContext) -> bool: ...
+
+
+@runtime_checkable
+class AsyncStrategy(Protocol):
+    """A strategy that awaits a model."""
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool: ...
+
+
+StrategyLike: TypeAlias = (
+    "Strategy | AsyncStrategy | Callable[[View, CompactionContext], bool | Awaitable[bool]]"
+)
+
+
+class BaseStrategy:
+    """Convenience base: a name, an optional own trigger, `min_preserved`, and both
+    sync and async entry points (implement either `apply` or `apply_async`)."""
+
+    trigger: Trigger | None = None
+    min_preserved: int = DEFAULT_MIN_PRESERVED
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        if type(self).apply_async is BaseStrategy.apply_async:  # pragma: no cover
+            raise NotImplementedError(f"{self.name} implements neither apply nor apply_async")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.apply_async(view, context))
+        raise ConfigError(
+            f"{self.name} calls a model: inside a running event loop use the async API "
+            "(await compactor.compact_async(...) or apply_compaction_async)"
+        )
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        return self.apply(view, context)
+
+    def fires(self, view: View) -> bool:
+        """This strategy's own trigger (none = always)."""
+        return self.trigger is None or self.trigger(view)
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+
+class _FunctionStrategy(BaseStrategy):
+    def __init__(self, fn: Callable[[View, CompactionContext], bool | Awaitable[bool]]) -> None:
+        self.fn = fn
+
+    @property
+    def name(self) -> str:
+        return getattr(self.fn, "__name__", "custom")
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        result = self.fn(view, context)
+        if isinstance(result, Awaitable):
+            result = await result
+        return bool(result)
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        result = self.fn(view, context)
+        if isinstance(result, Awaitable):
+            raise ConfigError(f"{self.name} is async: use the async compaction API")
+        return bool(result)
+
+
+def as_strategy(s: StrategyLike) -> BaseStrategy | Strategy | AsyncStrategy:
+    """Accept a strategy object or a plain function ``(view, context) -> bool``."""
+    if isinstance(s, (BaseStrategy, Strategy, AsyncStrategy)):
+        return s
+    if callable(s):
+        return _FunctionStrategy(s)
+    raise ConfigError(f"a strategy must have an apply(view, context) method, got {s!r}")
+
+
+def strategy_name(s: object) -> str:
+    return str(getattr(s, "name", type(s).__name__))
+
+
+async def run_strategy(
+    s: StrategyLike, view: View, context: CompactionContext, *, check_trigger: bool = True
+) -> Step:
+    """Run one strategy, recording a `Step` in `context.steps`."""
+    strat = as_strategy(s)
+    step = Step(
+        strategy=strategy_name(strat),
+        tokens_before=view.total_tokens,
+        messages_before=view.message_count,
+    )
+    own = getattr(strat, "trigger", None)
+    if check_trigger and own is not None and not own(view):
+        step.tokens_after, step.messages_after = step.tokens_before, step.messages_before
+        step.detail = "own trigger did not fire"
+        context.steps.append(step)
+        return step
+    outer, context.current = context.current, step
+    t0 = time.perf_counter()
+    try:
+        if isinstance(strat, AsyncStrategy) or hasattr(strat, "apply_async"):
+            changed = await strat.apply_async(view, context)  # type: ignore[union-attr]
+        else:
+            changed = strat.apply(view, context)
+    finally:
+        context.current = outer
+    step.seconds = time.perf_counter() - t0
+    step.changed = bool(changed)
+    step.tokens_after = view.total_tokens
+    step.messages_after = view.message_count
+    context.steps.append(step)
+    return step
+
+
+def default_target(trigger: TriggerLike) -> Trigger:
+    """The default stop condition: the trigger no longer fires."""
+    return Not(as_trigger(trigger))

@@ -1,0 +1,279 @@
+"""The compacted projection of a history.
+
+A `View` sits over a `MessageIndex` and says, group by group, what the model is sent:
+the original messages (the default), nothing (*dropped*), or synthetic messages that
+stand in for it (a collapsed note, a clamped copy, a summary spanning several groups).
+Strategies edit a View; the originals in the index are never touched, and every
+synthetic message names the originals it covers.
+
+The view is live: groups appended to the index after it was made are included. Its
+totals are kept as deltas against the index's, so reading them is O(1).
+
+>>> from kompakt.index import MessageIndex
+>>> from kompakt.messages import Message
+>>> idx = MessageIndex([Message.user("a"), Message.assistant("b"), Message.user("c")])
+>>> view = View(idx)
+>>> view.drop(1)
+>>> [m.text for m in view.render()]
+['a', 'c']
+>>> view.dropped_ids() == {idx.messages[1].id}
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from kompakt.index import Group, GroupKind, MessageIndex
+from kompakt.messages import Message
+
+__all__ = ["OMITTED_NOTE", "View"]
+
+OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
+"""Put first when removal would leave the conversation opening with a non-user message
+(Anthropic requires a user message first)."""
+
+_EMPTY: tuple[Message, ...] = ()
+
+
+class View:
+    """Which groups of an index are sent as they are, dropped, or stood in for."""
+
+    def __init__(self, index: MessageIndex) -> None:
+        self.index = index
+        self._replaced: dict[int, tuple[Message, ...]] = {}
+        self._removed_tokens = 0
+        self._added_tokens = 0
+        self._removed_msgs = 0
+        self._added_msgs = 0
+        self._removed_chars = 0
+        self._added_chars = 0
+        self._dropped_groups = 0
+        self._removed_user_groups = 0
+        self._removed_tool_groups = 0
+        self._scan_from = 0
+        self._dropped_before_scan = 0
+        self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
+        self._marker_tokens = index.tokenizer.count_message(self._marker)
+
+    # -- state of one group ---------------------------------------------------------
+
+    def is_original(self, group: int) -> bool:
+        """The group is sent as it was recorded."""
+        return group not in self._replaced
+
+    def is_dropped(self, group: int) -> bool:
+        """The group is sent as nothing."""
+        return self._replaced.get(group) == _EMPTY
+
+    def replacement(self, group: int) -> tuple[Message, ...] | None:
+        """What stands in for the group (empty when dropped), or None for the original."""
+        return self._replaced.get(group)
+
+    def rendered(self, group: int) -> Sequence[Message]:
+        """The messages this group contributes to `render()`."""
+        r = self._replaced.get(group)
+        return self.index.group_messages(group) if r is None else r
+
+    # -- edits ----------------------------------------------------------------------
+
+    def drop(self, group: int) -> None:
+        """Send nothing for `group` (its originals stay in the index)."""
+        self._set(group, _EMPTY)
+
+    def replace(self, group: int, messages: Iterable[Message]) -> None:
+        """Send `messages` instead of `group`; each should name what it `covers`."""
+        self._set(group, tuple(messages))
+
+    def summarize(self, groups: Sequence[int], summary: Message) -> Message:
+        """Stand `summary` in for all of `groups`, at the place of the first.
+
+        The summary's `covers` is set to every original id of those groups, so the
+        provenance is right whatever the groups showed before. Returns the summary
+        as placed.
+        """
+        if not groups:
+            raise ValueError("`groups` must name at least one group")
+        ordered = sorted(set(groups))
+        covers: list[str] = []
+        for g in ordered:
+            covers.extend(m.id for m in self.index.group_messages(g))
+        placed = summary.evolve(covers=tuple(covers))
+        for g in ordered[1:]:
+            self._set(g, _EMPTY)
+        self._set(ordered[0], (placed,))
+        return placed
+
+    def restore(self, group: int) -> None:
+        """Send the original of `group` again."""
+        self._set(group, None)
+
+    def _set(self, g: int, new: tuple[Message, ...] | None) -> None:
+        group = self.index.groups[g]
+        old = self._replaced.get(g)
+        self._account(group, old, -1)
+        if new is None:
+            self._replaced.pop(g, None)
+        else:
+            self._replaced[g] = new
+        self._account(group, new, +1)
+        if g < self._scan_from:  # a group the omission scan already passed changed
+            self._scan_from = 0
+            self._dropped_before_scan = 0
+
+    def _account(self, group: Group, r: tuple[Message, ...] | None, sign: int) -> None:
+        if r is None:
+            return
+        self._removed_tokens += sign * group.tokens
+        self._removed_chars += sign * group.chars
+        self._removed_msgs += sign * group.size
+        if group.kind == "user":
+            self._removed_user_groups += sign
+        elif group.kind == "tool_call":
+            self._removed_tool_groups += sign
+        if not r:
+            self._dropped_groups += sign
+            return
+        count = self.index.tokenizer.count_message
+        self._added_tokens += sign * sum(count(m) for m in r)
+        self._added_chars += sign * sum(m.char_count for m in r)
+        self._added_msgs += sign * len(r)
+
+    # -- totals (the same names as MessageIndex, so triggers read either) -----------
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens `render()` costs, overheads and the omission note included."""
+        base = self.index.total_tokens - self._removed_tokens + self._added_tokens
+        return base + (self._marker_tokens if self._needs_marker() else 0)
+
+    @property
+    def total_chars(self) -> int:
+        return self.index.total_chars - self._removed_chars + self._added_chars
+
+    @property
+    def message_count(self) -> int:
+        marker = 1 if self._needs_marker() else 0
+        return self.index.message_count - self._removed_msgs + self._added_msgs + marker
+
+    @property
+    def group_count(self) -> int:
+        """Groups that still send something."""
+        return self.index.group_count - self._dropped_groups
+
+    @property
+    def turn_count(self) -> int:
+        """User turns still sent verbatim."""
+        return self.index.turn_count - self._removed_user_groups
+
+    @property
+    def tool_call_group_count(self) -> int:
+        """Tool-call groups still sent as calls and results."""
+        return self.index.tool_call_group_count - self._removed_tool_groups
+
+    @property
+    def groups(self) -> Sequence[Group]:
+        return self.index.groups
+
+    @property
+    def changed(self) -> bool:
+        """Anything differs from the originals."""
+        return bool(self._replaced)
+
+    # -- what may be touched --------------------------------------------------------
+
+    def protected(self, group: int, min_preserved: int = 0) -> bool:
+        """No strategy may change this group.
+
+        System groups, groups with a pinned or memory message, the newest user
+        message, a pending tool call, and the newest `min_preserved` groups.
+        """
+        g = self.index.groups[group]
+        return (
+            g.kind == "system"
+            or g.pinned
+            or g.pending
+            or group == self.index.last_user_group
+            or group >= self.index.group_count - min_preserved
+        )
+
+    def candidates(
+        self,
+        min_preserved: int = 0,
+        kinds: Iterable[GroupKind] | None = None,
+        *,
+        originals_only: bool = True,
+    ) -> Iterator[int]:
+        """Groups a strategy may change, oldest first.
+
+        By default only groups still sent as recorded; `kinds` narrows the kinds.
+        """
+        wanted = frozenset(kinds) if kinds is not None else None
+        for g in self.index.groups:
+            if wanted is not None and g.kind not in wanted:
+                continue
+            if originals_only and g.index in self._replaced:
+                continue
+            if self.is_dropped(g.index) or self.protected(g.index, min_preserved):
+                continue
+            yield g.index
+
+    # -- output ---------------------------------------------------------------------
+
+    def render(self) -> list[Message]:
+        """The messages to send, in order."""
+        out: list[Message] = []
+        idx = self.index
+        marker_at = self._front() if self._needs_marker() else -1
+        for g in idx.groups:
+            if g.index == marker_at:
+                out.append(self._marker)
+            r = self._replaced.get(g.index)
+            out.extend(idx.group_messages(g) if r is None else r)
+        return out
+
+    def synthetic(self) -> list[Message]:
+        """Every synthetic message the view sends (summaries, notes, clamped copies)."""
+        return [m for r in self._replaced.values() for m in r]
+
+    def dropped_ids(self) -> set[str]:
+        """Ids of originals sent as nothing and covered by no synthetic message."""
+        covered = {i for m in self.synthetic() for i in m.covers}
+        out: set[str] = set()
+        for g, r in self._replaced.items():
+            if not r:
+                out.update(m.id for m in self.index.group_messages(g) if m.id not in covered)
+        return out
+
+    def copy(self) -> View:
+        """An independent view with the same edits."""
+        other = View.__new__(View)
+        other.__dict__.update(self.__dict__)
+        other._replaced = dict(self._replaced)
+        return other
+
+    # -- the omission note ------------------------------------------------------------
+
+    def _front(self) -> int:
+        """First group (not system, not dropped) sent; advances a cached scan point."""
+        groups = self.index.groups
+        i = self._scan_from
+        while i < len(groups) and (groups[i].kind == "system" or self.is_dropped(i)):
+            if groups[i].kind != "system":
+                self._dropped_before_scan += 1
+            i += 1
+        self._scan_from = i
+        return i
+
+    def _needs_marker(self) -> bool:
+        front = self._front()
+        if front >= self.index.group_count or self._dropped_before_scan == 0:
+            return False
+        first = self.rendered(front)
+        return bool(first) and first[0].role != "user"
+
+    def __repr__(self) -> str:
+        return (
+            f"View(groups={self.group_count}/{self.index.group_count}, "
+            f"tokens={self.total_tokens}/{self.index.total_tokens})"
+        )
