@@ -1,0 +1,46 @@
+"""The public surface: every name in `kompakt.__all__` resolves, and nothing public is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import kompakt
+
+
+def test_all_names_resolve() -> None:
+    for name in kompakt.__all__:
+        assert getattr(kompakt, name) is not None, name
+
+
+def test_exports_point_to_defining_module() -> None:
+    for name, module in kompakt._EXPORTS.items():
+        value = getattr(kompakt, name)
+        defined_in = getattr(value, "__module__", module)
+        # re-exports through a package's __init__ are fine; the name must live under it
+        assert defined_in.startswith(module) or module.startswith(defined_in.rsplit(".", 1)[0]), (
+            name,
+            defined_in,
+            module,
+        )
+
+
+def test_import_is_light() -> None:
+    """`import kompakt` pulls in no model SDK, database driver or framework."""
+    code = (
+        "import sys, kompakt; "
+        "heavy = [m for m in ('openai', 'anthropic', 'llama_cpp', 'psycopg', 'ray', 'langchain_core',"
+        " 'pydantic_ai', 'agents', 'agent_framework', 'tiktoken') if m in sys.modules]; "
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_unknown_attribute_raises() -> None:
+    try:
+        kompakt.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("expected AttributeError")
