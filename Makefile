@@ -13,7 +13,8 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 
-demo: install
+demo: $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
 	$(BIN)/kompakt demo
 
 lint:
