@@ -1,0 +1,284 @@
+"""The chat-model protocol every summarizer and agent talks to.
+
+A `ChatModel` takes messages (and optionally tools and a JSON schema for structured
+output) and returns one assistant `Message` with the `Usage` it cost. Adapters
+subclass `BaseChatModel`, which adds a timeout, retries with exponential backoff on
+transient failures (connection errors, timeouts, HTTP 429 and 5xx) and a running
+usage total; they implement only `_request`.
+
+>>> import asyncio
+>>> from kompakt.messages import Message
+>>> class Echo(BaseChatModel):
+...     async def _request(self, messages, *, tools, response_format, max_tokens):
+...         return ChatResponse(Message.assistant(messages[-1].text), Usage(3, 1))
+>>> model = Echo(name="echo")
+>>> model.chat_sync([Message.user("hi")]).message.text
+'hi'
+>>> model.total_usage
+Usage(input_tokens=3, output_tokens=1, calls=1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import math
+import random
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from kompakt.errors import ConfigError, ModelError
+from kompakt.messages import Message
+
+__all__ = [
+    "BaseChatModel",
+    "ChatModel",
+    "ChatResponse",
+    "ToolSpec",
+    "Usage",
+    "is_transient",
+    "run_sync",
+]
+
+T = TypeVar("T")
+
+TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+"""HTTP statuses worth retrying besides every 5xx."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one or more model calls cost. Usages add up.
+
+    >>> Usage(10, 2) + Usage(5, 1)
+    Usage(input_tokens=15, output_tokens=3, calls=2)
+    """
+
+    input_tokens: int = 0
+    """Prompt tokens (as the provider reports them, or estimated)."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    calls: int = 1
+    """Model calls counted."""
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.calls + other.calls,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+NO_USAGE = Usage(0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: a name, what it does, a JSON schema of its arguments.
+
+    >>> ToolSpec("recall", "Fetch original messages by id", {"type": "object"}).name
+    'recall'
+    """
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    """JSON schema of the arguments object."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """One model answer: the assistant message and what it cost."""
+
+    message: Message
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def text(self) -> str:
+        """The answer's text."""
+        return self.message.text
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything kompakt can ask: async `chat`, and `chat_sync` for plain code.
+
+    `response_format` is a JSON schema: the answer's text must be JSON matching it.
+    """
+
+    @property
+    def name(self) -> str:
+        """A label for logs and events (for example ``openai:gpt-4.1-mini``)."""
+        ...
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResponse:
+        """Ask the model; returns its assistant message and usage."""
+        ...
+
+    def chat_sync(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResponse:
+        """`chat` for code without an event loop."""
+        ...
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: connection trouble, a timeout, HTTP 429/408 or any 5xx.
+
+    >>> is_transient(TimeoutError()), is_transient(ValueError("bad schema"))
+    (True, False)
+    """
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return status in TRANSIENT_STATUS or status >= 500
+    kind = type(exc).__name__
+    return "Timeout" in kind or "Connection" in kind or "Overloaded" in kind
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine from sync code, even when an event loop is already running
+    in this thread (then it runs on a fresh loop in a worker thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class BaseChatModel:
+    """Timeout, retries with exponential backoff and usage totals around `_request`.
+
+    Args:
+        name: label for logs and compaction events.
+        timeout: seconds one attempt may take (None = no limit).
+        max_retries: extra attempts after a transient failure.
+        backoff: seconds before the first retry; doubles each time (with jitter),
+            capped at `max_backoff`.
+
+    Failures are raised as `ModelError` (after the retries), with the provider's
+    exception as `__cause__`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "model",
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+    ) -> None:
+        if max_retries < 0:
+            raise ConfigError(f"`max_retries` must be >= 0, got {max_retries!r}")
+        if timeout is not None and timeout <= 0:
+            raise ConfigError(f"`timeout` must be > 0 or None, got {timeout!r}")
+        self._name = name
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.total_usage = NO_USAGE
+        """Usage summed over every successful call of this model."""
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def _request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None,
+        response_format: Mapping[str, Any] | None,
+        max_tokens: int | None,
+    ) -> ChatResponse:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _transient(self, exc: BaseException) -> bool:
+        """Adapters may widen or narrow what is retried."""
+        return is_transient(exc)
+
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResponse:
+        """Ask the model, retrying transient failures; raises `ModelError` at the end."""
+        attempt = 0
+        while True:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    response = await self._request(
+                        messages,
+                        tools=tools,
+                        response_format=response_format,
+                        max_tokens=max_tokens,
+                    )
+            except ModelError:
+                raise
+            except Exception as exc:
+                if attempt >= self.max_retries or not self._transient(exc):
+                    raise ModelError(f"{self.name}: {_describe(exc)}") from exc
+                await asyncio.sleep(self._delay(attempt))
+                attempt += 1
+                continue
+            self.total_usage = self.total_usage + response.usage
+            return response
+
+    def _delay(self, attempt: int) -> float:
+        base = min(self.max_backoff, math.ldexp(self.backoff, attempt))
+        return base * (0.5 + random.random() / 2)  # jitter: spread retries of parallel calls
+
+    def chat_sync(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> ChatResponse:
+        """`chat` for code without an event loop.
+
+        Inside a running loop it runs on a fresh loop in a worker thread.
+        """
+        return run_sync(
+            self.chat(messages, tools=tools, response_format=response_format, max_tokens=max_tokens)
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
