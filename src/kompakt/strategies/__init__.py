@@ -1,0 +1,46 @@
+"""Compaction strategies: each edits a `View` and says whether it changed anything.
+
+Model-free, gentlest first: `SupersedeReads`, `ClampOversized`, `CollapseToolResults`,
+`RemoveToolCalls`, `KeepFirstAndLast`, `SlidingWindow`, `Truncation`. Composition:
+`Pipeline` (each with its own trigger) and `Budgeted` (a hard token budget).
+"""
+
+from kompakt.strategies.base import (
+    AsyncStrategy,
+    BaseStrategy,
+    CompactionContext,
+    Step,
+    Strategy,
+    StrategyLike,
+    as_strategy,
+    run_strategy,
+)
+from kompakt.strategies.budgeted import Budgeted
+from kompakt.strategies.clamp import ClampOversized
+from kompakt.strategies.collapse import CollapseToolResults
+from kompakt.strategies.first_last import KeepFirstAndLast
+from kompakt.strategies.pipeline import Pipeline
+from kompakt.strategies.remove_tools import RemoveToolCalls
+from kompakt.strategies.supersede import SupersedeReads
+from kompakt.strategies.truncation import Truncation
+from kompakt.strategies.window import SlidingWindow
+
+__all__ = [
+    "AsyncStrategy",
+    "BaseStrategy",
+    "Budgeted",
+    "ClampOversized",
+    "CollapseToolResults",
+    "CompactionContext",
+    "KeepFirstAndLast",
+    "Pipeline",
+    "RemoveToolCalls",
+    "SlidingWindow",
+    "Step",
+    "Strategy",
+    "StrategyLike",
+    "SupersedeReads",
+    "Truncation",
+    "as_strategy",
+    "run_strategy",
+]

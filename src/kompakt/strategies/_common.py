@@ -1,0 +1,135 @@
+"""Helpers the built-in strategies share (not public API)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+
+from kompakt.errors import ConfigError
+from kompakt.messages import Message
+from kompakt.strategies.base import (
+    AsyncStrategy,
+    CompactionContext,
+    Step,
+    StrategyLike,
+    as_strategy,
+    strategy_name,
+)
+from kompakt.triggers import Trigger, TriggerLike, as_trigger
+from kompakt.view import View
+
+ELLIPSIS = "…"
+
+
+def optional_trigger(t: TriggerLike | None) -> Trigger | None:
+    """`as_trigger` that lets None through."""
+    return None if t is None else as_trigger(t)
+
+
+def check_count(name: str, value: int | None, *, minimum: int = 0) -> None:
+    """Raise a `ConfigError` naming the option unless it is an int >= `minimum`."""
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"`{name}` must be an int >= {minimum}, got {value!r}")
+
+
+def should_stop(strategy: object, view: View, context: CompactionContext) -> bool:
+    """The compaction target holds, or the strategy's own trigger no longer fires.
+
+    A strategy with its own trigger stops once that trigger is quiet (its default
+    target is the trigger's negation, as in a pipeline of independently triggered
+    strategies); an own `target` stops it too.
+    """
+    if context.done():
+        return True
+    target = getattr(strategy, "target", None)
+    if target is not None and target(view):
+        return True
+    trigger = getattr(strategy, "trigger", None)
+    return trigger is not None and not trigger(view)
+
+
+def has_calls(messages: Sequence[Message]) -> bool:
+    """The messages still send an assistant tool call (not collapsed or summarized)."""
+    return any(m.tool_calls for m in messages)
+
+
+def tool_names(messages: Iterable[Message]) -> set[str]:
+    """Names of every tool called in `messages`."""
+    return {c.name for m in messages for c in m.tool_calls}
+
+
+def rendered_tokens(view: View, group: int) -> int:
+    """Tokens the group currently contributes to the view."""
+    r = view.replacement(group)
+    if r is None:
+        return view.index.groups[group].tokens
+    count = view.index.tokenizer.count_message
+    return sum(count(m) for m in r)
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of `text`, stripped ('' when there is none)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def abbreviate(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters with an ellipsis when longer."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)] + ELLIPSIS
+
+
+def short_args(arguments: str, limit: int = 60) -> str:
+    """Tool-call arguments as ``k=v, ...``, each value and the whole abbreviated."""
+    try:
+        data = json.loads(arguments)
+    except (ValueError, TypeError):
+        return abbreviate(" ".join(arguments.split()), limit)
+    if isinstance(data, dict):
+        parts = []
+        for k, v in data.items():
+            value = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+            parts.append(f"{k}={abbreviate(' '.join(value.split()), 40)}")
+        return abbreviate(", ".join(parts), limit)
+    return abbreviate(json.dumps(data, ensure_ascii=False), limit)
+
+
+def run_strategy_sync(
+    s: StrategyLike, view: View, context: CompactionContext, *, check_trigger: bool = True
+) -> Step:
+    """The synchronous twin of `run_strategy`: no event loop unless the strategy needs one."""
+    strat = as_strategy(s)
+    step = Step(
+        strategy=strategy_name(strat),
+        tokens_before=view.total_tokens,
+        messages_before=view.message_count,
+    )
+    own = getattr(strat, "trigger", None)
+    if check_trigger and own is not None and not own(view):
+        step.tokens_after, step.messages_after = step.tokens_before, step.messages_before
+        step.detail = "own trigger did not fire"
+        context.steps.append(step)
+        return step
+    outer, context.current = context.current, step
+    t0 = time.perf_counter()
+    try:
+        apply = getattr(strat, "apply", None)
+        if apply is None and isinstance(strat, AsyncStrategy):
+            raise ConfigError(f"{step.strategy} is async only: use the async compaction API")
+        assert apply is not None
+        changed = apply(view, context)
+    finally:
+        context.current = outer
+    step.seconds = time.perf_counter() - t0
+    step.changed = bool(changed)
+    step.tokens_after = view.total_tokens
+    step.messages_after = view.message_count
+    context.steps.append(step)
+    return step

@@ -1,0 +1,205 @@
+"""A chain of strategies held to a hard token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kompakt.errors import BudgetImpossible
+from kompakt.strategies._common import check_count, run_strategy_sync
+from kompakt.strategies.base import (
+    DEFAULT_MIN_PRESERVED,
+    BaseStrategy,
+    CompactionContext,
+    StrategyLike,
+    run_strategy,
+)
+from kompakt.strategies.clamp import ClampOversized
+from kompakt.strategies.collapse import CollapseToolResults
+from kompakt.strategies.supersede import SupersedeReads
+from kompakt.strategies.truncation import Truncation
+from kompakt.strategies.window import SlidingWindow
+from kompakt.triggers import Never, TokensBelow, TokensExceed
+from kompakt.view import View
+
+__all__ = ["Budgeted", "core_breakdown", "default_chain"]
+
+
+class Budgeted(BaseStrategy):
+    """Run `strategies` in order until the view fits `token_budget`; always end within it.
+
+    Use it whenever a hard limit must hold (the model's context window minus room
+    for the answer). It does nothing while the view fits. Otherwise it runs the
+    chain gentlest first, each strategy stopping as soon as the budget holds, and
+    the chain stopping there too (`early_stop`). If the chain does not get there:
+
+    1. `Truncation` drops the oldest groups (keeping the newest `min_preserved`);
+    2. then, down to the protected core: the newest groups' oversized text is
+       clamped and the remaining unprotected groups dropped, oldest first;
+    3. if system, pinned and memory messages, the last user message and a pending
+       call alone exceed the budget, `BudgetImpossible` names each one's tokens
+       (with ``strict=False`` the view is left at that core instead).
+
+    The default chain (``strategies=None``), gentlest first:
+    `SupersedeReads` (stale re-reads become one line), `ClampOversized` (text parts
+    over a tenth of the budget, at most 4 000 tokens, keep head and tail),
+    `CollapseToolResults(keep_last=2)` (old tool groups become one-line notes),
+    `SlidingWindow(keep_last_turns=1)` (whole old turns go).
+
+    Strategies that call a model work too: use the async API
+    (``await compactor.compact_async(index)``), or the sync one outside an event loop.
+
+    Args:
+        token_budget: tokens the rendered view must fit in.
+        strategies: the chain (default: the one above).
+        early_stop: stop the chain as soon as the budget holds; with False every
+            strategy of the chain runs fully (subject to its own trigger).
+        min_preserved: newest groups the default chain and first fallback keep.
+        strict: raise `BudgetImpossible` when the protected core exceeds the budget.
+
+    >>> from kompakt import MessageIndex, Message, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> idx = MessageIndex([Message.system("be brief")]
+    ...     + [Message.user(f"question {i} " + "x" * 400) for i in range(20)])
+    >>> view = View(idx)
+    >>> Budgeted(500).apply(view, CompactionContext(view))
+    True
+    >>> view.total_tokens <= 500
+    True
+    """
+
+    def __init__(
+        self,
+        token_budget: int,
+        strategies: Iterable[StrategyLike] | None = None,
+        *,
+        early_stop: bool = True,
+        min_preserved: int = DEFAULT_MIN_PRESERVED,
+        strict: bool = True,
+    ) -> None:
+        check_count("token_budget", token_budget)
+        check_count("min_preserved", min_preserved)
+        self.token_budget = token_budget
+        self.min_preserved = min_preserved
+        self.strategies: list[StrategyLike] = (
+            default_chain(token_budget, min_preserved=min_preserved)
+            if strategies is None
+            else list(strategies)
+        )
+        self.early_stop = early_stop
+        self.strict = strict
+        self.trigger = TokensExceed(token_budget)
+
+    def _stages(self) -> list[tuple[StrategyLike, str | None]]:
+        budget = self.token_budget
+        return [
+            *((s, None) for s in self.strategies),
+            (Truncation(min_preserved=self.min_preserved), "chain did not reach the budget"),
+            (
+                ClampOversized(max_tokens=max(16, budget // 4), min_preserved=0),
+                "clamping the newest groups",
+            ),
+            (Truncation(min_preserved=0), "dropping down to the protected core"),
+        ]
+
+    def _contexts(self, context: CompactionContext) -> tuple[CompactionContext, CompactionContext]:
+        budget = self.token_budget
+        held = CompactionContext(
+            context.view,
+            target=TokensBelow(budget),
+            budget=budget,
+            summarizer=context.summarizer,
+            steps=context.steps,
+        )
+        if self.early_stop:
+            return held, held
+        free = CompactionContext(
+            context.view,
+            target=Never(),
+            budget=budget,
+            summarizer=context.summarizer,
+            steps=context.steps,
+        )
+        return free, held
+
+    def _skip(self, view: View, fallback: str | None) -> bool:
+        fits = view.total_tokens <= self.token_budget
+        return fits and (fallback is not None or self.early_stop)
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        if view.total_tokens <= self.token_budget:
+            return False
+        chain, held = self._contexts(context)
+        changed = False
+        for s, fallback in self._stages():
+            if self._skip(view, fallback):
+                continue
+            step = run_strategy_sync(s, view, chain if fallback is None else held)
+            step.fallback = fallback if step.changed else None
+            changed |= step.changed
+        self._finish(view, context)
+        return changed
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        if view.total_tokens <= self.token_budget:
+            return False
+        chain, held = self._contexts(context)
+        changed = False
+        for s, fallback in self._stages():
+            if self._skip(view, fallback):
+                continue
+            step = await run_strategy(s, view, chain if fallback is None else held)
+            step.fallback = fallback if step.changed else None
+            changed |= step.changed
+        self._finish(view, context)
+        return changed
+
+    def _finish(self, view: View, context: CompactionContext) -> None:
+        if view.total_tokens <= self.token_budget:
+            return
+        breakdown = core_breakdown(view)
+        if self.strict:
+            raise BudgetImpossible(self.token_budget, view.total_tokens, breakdown)
+        context.note(fallback=f"budget impossible: the protected core needs {view.total_tokens}")
+
+    def __repr__(self) -> str:
+        return f"Budgeted({self.token_budget}, {self.strategies!r})"
+
+
+def default_chain(
+    token_budget: int, *, min_preserved: int = DEFAULT_MIN_PRESERVED
+) -> list[StrategyLike]:
+    """The gentle-first chain `Budgeted` uses when given no strategies."""
+    clamp_at = max(64, min(4_000, token_budget // 10))
+    return [
+        SupersedeReads(min_preserved=min_preserved),
+        ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
+        CollapseToolResults(keep_last=2, min_preserved=min_preserved),
+        SlidingWindow(keep_last_turns=1, min_preserved=min_preserved),
+    ]
+
+
+def core_breakdown(view: View) -> dict[str, int]:
+    """Tokens the view sends, by why they are there (system, pinned, last user message...)."""
+    out = {"system": 0, "pinned": 0, "last user message": 0, "pending call": 0, "other": 0}
+    idx = view.index
+    count = idx.tokenizer.count_message
+    for g in idx.groups:
+        if view.is_dropped(g.index):
+            continue
+        r = view.replacement(g.index)
+        tokens = g.tokens if r is None else sum(count(m) for m in r)
+        if g.kind == "system":
+            key = "system"
+        elif g.pinned:
+            key = "pinned"
+        elif g.index == idx.last_user_group:
+            key = "last user message"
+        elif g.pending:
+            key = "pending call"
+        else:
+            key = "other"
+        out[key] += tokens
+    note = view.total_tokens - sum(out.values())
+    if note > 0:
+        out["omission note"] = note
+    return out

@@ -1,0 +1,149 @@
+"""Keep the head and tail of oversized text, eliding the middle."""
+
+from __future__ import annotations
+
+from kompakt.errors import ConfigError
+from kompakt.messages import Message, Part
+from kompakt.strategies._common import check_count, optional_trigger, should_stop
+from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.tokens import Tokenizer
+from kompakt.triggers import TriggerLike
+from kompakt.view import View
+
+__all__ = ["ClampOversized", "clamp_text"]
+
+
+class ClampOversized(BaseStrategy):
+    """Cut every text part over `max_tokens` to its head and tail, with ``[… N tokens elided …]``.
+
+    Use it against the single huge message: a 40k-token test log, a whole file
+    dumped by `cat`, a pasted document. The start and the end (where errors and
+    summaries usually are) survive; the message keeps its role, tool-call id and
+    calls, so the tool-call group stays valid. The clamped copy covers the original.
+
+    Args:
+        max_tokens: a text part over this is clamped (and ends up within it).
+        head: tokens kept from the start (default 60% of `max_tokens`).
+        tail: tokens kept from the end (default 25% of `max_tokens`).
+        min_preserved: newest groups left alone.
+        trigger: run only when this fires; stop once it no longer does.
+
+    >>> from kompakt import MessageIndex, Message, ToolCall, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> log = "\\n".join(f"line {i}" for i in range(2000))
+    >>> idx = MessageIndex([Message.user("run tests"), Message.assistant(log),
+    ...                     Message.user("and now?")])
+    >>> view = View(idx)
+    >>> ClampOversized(max_tokens=100, min_preserved=1).apply(view, CompactionContext(view))
+    True
+    >>> text = view.render()[1].text
+    >>> text.startswith("line 0"), "tokens elided" in text, text.endswith("line 1999")
+    (True, True, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 2_000,
+        head: int | None = None,
+        tail: int | None = None,
+        min_preserved: int = DEFAULT_MIN_PRESERVED,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        check_count("max_tokens", max_tokens, minimum=16)
+        check_count("head", head)
+        check_count("tail", tail)
+        check_count("min_preserved", min_preserved)
+        self.max_tokens = max_tokens
+        self.head = head if head is not None else max_tokens * 6 // 10
+        self.tail = tail if tail is not None else max_tokens // 4
+        if self.head + self.tail >= max_tokens:
+            raise ConfigError(
+                f"`head` + `tail` must be below `max_tokens` ({max_tokens}), "
+                f"got {self.head} + {self.tail}"
+            )
+        self.min_preserved = min_preserved
+        self.trigger = optional_trigger(trigger)
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        changed = False
+        tokens = view.index.message_tokens
+        for g in view.candidates(self.min_preserved, originals_only=False):
+            if should_stop(self, view, context):
+                break
+            replacement = view.replacement(g)
+            if replacement is None:
+                group = view.index.groups[g]
+                if group.tokens <= self.max_tokens or all(
+                    tokens[p] <= self.max_tokens for p in range(group.start, group.end)
+                ):
+                    continue
+                current = tuple(view.index.group_messages(g))
+            else:
+                current = replacement
+            new = tuple(self._clamp(m, view.index.tokenizer) for m in current)
+            if any(a is not b for a, b in zip(new, current, strict=True)):
+                view.replace(g, new)
+                context.note(groups_replaced=1)
+                changed = True
+        return changed
+
+    def _clamp(self, m: Message, tok: Tokenizer) -> Message:
+        if m.synthetic is not None or tok.count_message(m) <= self.max_tokens:
+            return m
+        parts: list[Part] = []
+        touched = False
+        for p in m.content:
+            cut = clamp_text(p.text, tok, self.max_tokens, self.head, self.tail)
+            if p.kind == "text" and cut is not None:
+                parts.append(Part(text=cut))
+                touched = True
+            else:
+                parts.append(p)
+        if not touched:
+            return m
+        return m.evolve(content=tuple(parts), synthetic="clamped", covers=(m.id,), extra={})
+
+    def __repr__(self) -> str:
+        return f"ClampOversized(max_tokens={self.max_tokens})"
+
+
+def clamp_text(text: str, tok: Tokenizer, max_tokens: int, head: int, tail: int) -> str | None:
+    """`text` cut to its head and tail within `max_tokens`, or None when it already fits.
+
+    >>> from kompakt import CharEstimator
+    >>> out = clamp_text("a" * 400 + "b" * 400, CharEstimator(), 60, 30, 15)
+    >>> out[:3], out[-3:], CharEstimator().count_text(out) <= 60
+    ('aaa', 'bbb', True)
+    """
+    if not text:
+        return None
+    n = tok.count_text(text)
+    if n <= max_tokens:
+        return None
+    chars_per_token = len(text) / n
+    h, t = float(head), float(tail)
+    for _ in range(8):
+        start = _cut_head(text, int(h * chars_per_token))
+        end = _cut_tail(text, int(t * chars_per_token))
+        elided = max(1, n - tok.count_text(start) - tok.count_text(end))
+        marker = f"[… {elided} tokens elided …]"
+        out = f"{start}\n{marker}\n{end}" if end else f"{start}\n{marker}"
+        if tok.count_text(out) <= max_tokens:
+            return out
+        h, t = h * 0.75, t * 0.75
+    return f"[… {n} tokens elided …]"
+
+
+def _cut_head(text: str, chars: int) -> str:
+    head = text[:chars]
+    nl = head.rfind("\n")
+    return head[:nl] if nl > chars * 0.8 else head
+
+
+def _cut_tail(text: str, chars: int) -> str:
+    if chars <= 0:
+        return ""
+    tail = text[-chars:]
+    nl = tail.find("\n")
+    return tail[nl + 1 :] if 0 <= nl < chars * 0.2 else tail

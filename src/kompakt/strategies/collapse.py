@@ -1,0 +1,134 @@
+"""Replace old tool-call groups with one short note each."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kompakt.messages import Message
+from kompakt.strategies._common import (
+    abbreviate,
+    check_count,
+    first_line,
+    optional_trigger,
+    rendered_tokens,
+    short_args,
+    should_stop,
+)
+from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.strategies.remove_tools import old_tool_groups
+from kompakt.triggers import TriggerLike
+from kompakt.view import View
+
+__all__ = ["CollapseToolResults", "collapse_note"]
+
+
+class CollapseToolResults(BaseStrategy):
+    """Replace each old tool-call group with ONE short assistant note; keep the newest `keep_last`.
+
+    The gentlest way to win back space from verbose tool output, and usually the
+    first strategy of a chain: the model keeps a readable trace of what it ran and
+    what came back, ``[Tool results: read_file(path=a.py) → import os …]``, without
+    the payload. A note is capped at `max_note_chars` (Microsoft Agent Framework's
+    collapse re-inserted whole results and saved little) and is only used when it
+    is cheaper than the group. `exclude_tools` names tools whose results always stay.
+
+    Args:
+        keep_last: newest tool-call groups kept verbatim.
+        exclude_tools: tool names never collapsed.
+        max_note_chars: hard cap on one note's length.
+        min_preserved: newest groups left alone.
+        trigger: run only when this fires; stop once it no longer does.
+
+    >>> from kompakt import MessageIndex, Message, ToolCall, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> read = Message.assistant(tool_calls=[ToolCall(id="c1", name="read_file",
+    ...                                               arguments='{"path": "a.py"}')])
+    >>> idx = MessageIndex([Message.user("go"), read,
+    ...                     Message.tool("import os\\n" + "x = 1\\n" * 200, tool_call_id="c1"),
+    ...                     Message.assistant("done"), Message.user("next")])
+    >>> view = View(idx)
+    >>> CollapseToolResults(keep_last=0).apply(view, CompactionContext(view))
+    True
+    >>> view.render()[1].text
+    '[Tool results: read_file(path=a.py) → import os …]'
+    """
+
+    def __init__(
+        self,
+        *,
+        keep_last: int = 2,
+        exclude_tools: Iterable[str] = (),
+        max_note_chars: int = 300,
+        min_preserved: int = DEFAULT_MIN_PRESERVED,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        check_count("keep_last", keep_last)
+        check_count("max_note_chars", max_note_chars, minimum=20)
+        check_count("min_preserved", min_preserved)
+        self.keep_last = keep_last
+        self.exclude_tools = frozenset(exclude_tools)
+        self.max_note_chars = max_note_chars
+        self.min_preserved = min_preserved
+        self.trigger = optional_trigger(trigger)
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        count = view.index.tokenizer.count_message
+        changed = False
+        for g in old_tool_groups(view, self.keep_last, self.min_preserved, self.exclude_tools):
+            if should_stop(self, view, context):
+                break
+            originals = view.index.group_messages(g)
+            note = Message.assistant(
+                collapse_note(originals, self.max_note_chars),
+                synthetic="collapsed",
+                covers=tuple(m.id for m in originals),
+            )
+            if count(note) >= rendered_tokens(view, g):
+                continue  # a note would cost as much as what it replaces
+            view.replace(g, (note,))
+            context.note(groups_replaced=1)
+            changed = True
+        return changed
+
+    def __repr__(self) -> str:
+        return f"CollapseToolResults(keep_last={self.keep_last})"
+
+
+def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
+    """The one-line note standing in for a tool-call group.
+
+    >>> from kompakt import Message, ToolCall
+    >>> call = Message.assistant("Let me look.", tool_calls=[
+    ...     ToolCall(id="c1", name="grep", arguments='{"pattern": "TODO"}')])
+    >>> collapse_note([call, Message.tool("\\n\\nsrc/a.py:3: TODO\\nsrc/b.py", tool_call_id="c1")])
+    'Let me look. [Tool results: grep(pattern=TODO) → src/a.py:3: TODO …]'
+    """
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+    said = " ".join(first_line(m.text) for m in messages if m.role == "assistant" and m.text)
+    items: list[str] = []
+    answered: set[str | None] = set()
+    for m in messages:
+        for call in m.tool_calls:
+            res = results.get(call.id)
+            answered.add(call.id)
+            items.append(f"{call.name}({short_args(call.arguments)}) → {_gist(res)}")
+    for tid, res in results.items():  # results whose call is not in the group (orphans)
+        if tid not in answered:
+            items.append(f"{res.name or 'tool'} → {_gist(res)}")
+    body = "[Tool results: " + "; ".join(items) + "]"
+    if said:
+        body = abbreviate(said, max(20, max_chars // 3)) + " " + body
+    if len(body) > max_chars:
+        body = body[: max_chars - 2] + "…]"
+    return body
+
+
+def _gist(result: Message | None) -> str:
+    if result is None:
+        return "(no result)"
+    text = result.text
+    line = first_line(text)
+    if not line:
+        return "(empty)"
+    more = len(text.strip()) > len(line)
+    return abbreviate(line, 80) + (" …" if more else "")

@@ -1,0 +1,99 @@
+"""Drop old tool-call groups entirely."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from kompakt.strategies._common import check_count, has_calls, optional_trigger, should_stop
+from kompakt.strategies._common import tool_names as _tool_names
+from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.triggers import TriggerLike
+from kompakt.view import View
+
+__all__ = ["RemoveToolCalls"]
+
+
+class RemoveToolCalls(BaseStrategy):
+    """Drop old tool-call groups (a call and all its results), keeping the newest `keep_last`.
+
+    Use it when tool chatter dominates and old results are no longer needed at all
+    (the agent re-reads what it needs); user messages and plain assistant answers
+    stay. `exclude_tools` names tools whose groups always stay (a plan, a memory
+    tool). For a trace of what ran, prefer `CollapseToolResults`.
+
+    Args:
+        keep_last: newest tool-call groups kept verbatim.
+        exclude_tools: tool names never removed.
+        min_preserved: newest groups left alone.
+        trigger: run only when this fires; stop once it no longer does.
+
+    >>> from kompakt import MessageIndex, Message, ToolCall, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> call = lambda i: Message.assistant(tool_calls=[ToolCall(id=f"c{i}", name="ls")])
+    >>> idx = MessageIndex([Message.user("go"), call(1), Message.tool("a", tool_call_id="c1"),
+    ...                     call(2), Message.tool("b", tool_call_id="c2"), Message.assistant("ok")])
+    >>> view = View(idx)
+    >>> RemoveToolCalls(keep_last=1, min_preserved=0).apply(view, CompactionContext(view))
+    True
+    >>> [m.role for m in view.render()]
+    ['user', 'assistant', 'tool', 'assistant']
+    """
+
+    def __init__(
+        self,
+        *,
+        keep_last: int = 2,
+        exclude_tools: Iterable[str] = (),
+        min_preserved: int = DEFAULT_MIN_PRESERVED,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        check_count("keep_last", keep_last)
+        check_count("min_preserved", min_preserved)
+        self.keep_last = keep_last
+        self.exclude_tools = frozenset(exclude_tools)
+        self.min_preserved = min_preserved
+        self.trigger = optional_trigger(trigger)
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        changed = False
+        for g in old_tool_groups(view, self.keep_last, self.min_preserved, self.exclude_tools):
+            if should_stop(self, view, context):
+                break
+            view.drop(g)
+            context.note(groups_dropped=1)
+            changed = True
+        return changed
+
+    def __repr__(self) -> str:
+        return f"RemoveToolCalls(keep_last={self.keep_last})"
+
+
+def old_tool_groups(
+    view: View, keep_last: int, min_preserved: int, exclude_tools: frozenset[str]
+) -> Iterator[int]:
+    """Tool-call groups still sent as calls, oldest first, except the newest `keep_last`."""
+    boundary = _newest_tool_boundary(view, keep_last)
+    for g in view.candidates(min_preserved, ["tool_call"], originals_only=False):
+        if g >= boundary:
+            return
+        rendered = view.rendered(g)
+        orphan = view.index.groups[g].orphan and view.is_original(g)
+        if not orphan and not has_calls(rendered):
+            continue
+        if exclude_tools and _tool_names(view.index.group_messages(g)) & exclude_tools:
+            continue
+        yield g
+
+
+def _newest_tool_boundary(view: View, keep_last: int) -> int:
+    """Index of the `keep_last`-th newest tool-call group still sent as calls."""
+    if keep_last == 0:
+        return view.index.group_count
+    seen = 0
+    for group in reversed(view.index.groups):
+        if group.kind != "tool_call" or not has_calls(view.rendered(group.index)):
+            continue
+        seen += 1
+        if seen == keep_last:
+            return group.index
+    return 0
