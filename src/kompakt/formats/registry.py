@@ -1,0 +1,263 @@
+"""`load`, `dump`, `detect_format` and `to_dicts`: every format behind one door.
+
+>>> conv = load('[{"role": "user", "content": "hi"}]')
+>>> conv.format, conv[0].text
+('openai', 'hi')
+>>> dump(conv, "anthropic")
+{'messages': [{'role': 'user', 'content': 'hi'}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kompakt.errors import ConfigError, FormatError
+from kompakt.formats.anthropic import (
+    from_anthropic,
+    is_anthropic_block,
+    to_anthropic,
+    to_anthropic_messages,
+)
+from kompakt.formats.conversation import Conversation
+from kompakt.formats.jsonl import from_jsonl, to_jsonl
+from kompakt.formats.mini_swe_agent import from_mini_swe_agent, to_mini_swe_agent
+from kompakt.formats.openai import from_openai, to_openai
+from kompakt.formats.swe_agent import from_swe_agent, message_to_swe_agent, to_swe_agent
+from kompakt.messages import Message
+
+__all__ = ["FORMATS", "detect_format", "dump", "load", "to_dicts"]
+
+FORMATS: tuple[str, ...] = ("openai", "anthropic", "jsonl", "mini-swe-agent", "swe-agent")
+"""Every format name `load` and `dump` accept."""
+
+Source = str | Path | bytes | Mapping[str, Any] | Sequence[Any]
+
+
+def load(source: Source, *, format: str | None = None) -> Conversation:
+    """Messages from a file path, JSON/JSONL text, a parsed document or a message list.
+
+    The format is detected when not given (see `detect_format`). Message lists are
+    returned as they are, wrapped in a `Conversation`.
+
+    >>> load({"history": [{"role": "user", "content": "hi"}]}).format
+    'swe-agent'
+    >>> load("no/such/file.json")
+    Traceback (most recent call last):
+    ...
+    kompakt.errors.FormatError: file not found: 'no/such/file.json'
+    """
+    if format is not None:
+        _check(format)
+    if isinstance(source, Conversation):
+        return source
+    if isinstance(source, list | tuple) and source and all(isinstance(m, Message) for m in source):
+        return Conversation(list(source), format=format)
+    obj = _read(source, format)
+    fmt = format or detect_format(obj)
+    return _load(obj, fmt)
+
+
+def _read(source: Source, format: str | None) -> Any:
+    """Parse text and files; documents and lists pass through."""
+    if isinstance(source, Path):
+        return _read_file(source, format)
+    if isinstance(source, bytes):
+        source = source.decode("utf-8")
+    if isinstance(source, str):
+        stripped = source.lstrip()
+        if stripped.startswith(("{", "[")):
+            return _parse_text(source, format, "JSON text")
+        if "\n" in stripped.rstrip() or not stripped:
+            raise FormatError("text is neither JSON nor JSONL: pass a path, a document or a list")
+        return _read_file(Path(source), format)
+    return source
+
+
+def _read_file(path: Path, format: str | None) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"file not found: {str(path)!r}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"cannot read {str(path)!r}: {exc}") from None
+    if path.suffix == ".jsonl" and format in (None, "jsonl"):
+        return _Jsonl(text)
+    return _parse_text(text, format, repr(str(path)))
+
+
+class _Jsonl(str):
+    """Text known to be JSONL (so detection and loading keep its line structure)."""
+
+
+def _parse_text(text: str, format: str | None, what: str) -> Any:
+    if format == "jsonl":
+        return _Jsonl(text)
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
+            return _Jsonl(text)
+        raise FormatError(f"{what} is not JSON: {exc}") from None
+
+
+def detect_format(obj: Any) -> str:
+    """The format of a parsed document, a message list, JSONL text or a file path.
+
+    >>> detect_format({"system": "be brief", "messages": []})
+    'anthropic'
+    >>> detect_format({"info": {}, "messages": [], "trajectory_format": "mini-swe-agent-1.1"})
+    'mini-swe-agent'
+    >>> detect_format([{"role": "user", "content": "hi"}])
+    'openai'
+    """
+    if isinstance(obj, _Jsonl):
+        return "jsonl"
+    if isinstance(obj, str | Path | bytes):
+        return detect_format(_read(obj, None))
+    if isinstance(obj, Mapping):
+        return _detect_document(obj)
+    if isinstance(obj, Sequence):
+        return "anthropic" if _has_anthropic_blocks(obj) else "openai"
+    raise FormatError(f"cannot detect the format of a {type(obj).__name__}: pass format=")
+
+
+def _detect_document(doc: Mapping[str, Any]) -> str:
+    if isinstance(doc.get("history"), list):
+        return "swe-agent"
+    messages = doc.get("messages")
+    if isinstance(messages, list):
+        if "trajectory_format" in doc or "info" in doc:
+            return "mini-swe-agent"
+        if "system" in doc or _has_anthropic_blocks(messages):
+            return "anthropic"
+        return "openai"
+    if "role" in doc:
+        return "openai"
+    keys = ", ".join(sorted(map(str, doc))[:8])
+    raise FormatError(f"cannot detect the format of a document with keys [{keys}]: pass format=")
+
+
+def _has_anthropic_blocks(items: Sequence[Any]) -> bool:
+    for m in items:
+        content = m.get("content") if isinstance(m, Mapping) else None
+        if isinstance(content, list) and any(is_anthropic_block(b) for b in content):
+            return True
+    return False
+
+
+def _load(obj: Any, fmt: str) -> Conversation:
+    if fmt == "anthropic":
+        env = _envelope(obj, ("messages", "system"))
+        return Conversation(from_anthropic(obj), format=fmt, envelope=env)
+    if fmt == "mini-swe-agent":
+        msgs, env, records = from_mini_swe_agent(obj)
+        return Conversation(msgs, format=fmt, envelope=env, records=records)
+    if fmt == "swe-agent":
+        msgs, env = from_swe_agent(obj)
+        return Conversation(msgs, format=fmt, envelope=env)
+    if isinstance(obj, str):
+        return Conversation(from_jsonl(obj), format=fmt)
+    if isinstance(obj, Mapping) and "role" in obj:
+        obj = [obj]
+    if isinstance(obj, Mapping):
+        items = obj.get("messages")
+        if not isinstance(items, list):
+            raise FormatError(f"{fmt} document: 'messages' must be a list of messages")
+        return Conversation(from_openai(items), format=fmt, envelope=_envelope(obj, ("messages",)))
+    if not isinstance(obj, Sequence):
+        raise FormatError(f"{fmt} input must be a list of messages, got {type(obj).__name__}")
+    return Conversation(from_openai(obj), format=fmt)
+
+
+def _envelope(obj: Any, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    if not isinstance(obj, Mapping):
+        return None
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+def dump(
+    messages: Iterable[Message],
+    format: str | None = None,
+    *,
+    provider: bool = False,
+    annotate: bool | None = None,
+) -> Any:
+    """Render messages in `format` (default: the Conversation's own format, else openai).
+
+    * ``openai``: a list of message dicts (the whole document when loaded from one);
+    * ``anthropic``: ``{"system": ..., "messages": [...], ...}`` (a bare list when loaded
+      from a bare list without system messages);
+    * ``jsonl``: text, one message a line;
+    * ``mini-swe-agent`` / ``swe-agent``: the trajectory document, envelope included.
+
+    `provider=True` writes only what the provider accepts: the request shape for
+    ``anthropic``, OpenAI dicts for every other format. `annotate` adds kompakt fields
+    (id, pinned, synthetic, covers, ...) under a ``"kompakt"`` key of each OpenAI-style
+    message: True always, False never, None (default) only for ``jsonl`` and only the
+    fields that differ from their defaults.
+
+    >>> from kompakt.messages import Message
+    >>> dump([Message.system("be brief"), Message.user("hi")], "anthropic", provider=True)
+    {'system': 'be brief', 'messages': [{'role': 'user', 'content': 'hi'}]}
+    """
+    conv = messages if isinstance(messages, Conversation) else None
+    fmt = format or (conv.format if conv is not None and conv.format else "openai")
+    _check(fmt)
+    if provider and annotate:
+        raise ConfigError("`annotate=True` cannot be combined with `provider=True`")
+    same = conv is not None and conv.format == fmt
+    envelope = conv.envelope if same and conv is not None else None
+    records = conv.records if same and conv is not None else []
+    msgs = list(messages)
+    if fmt == "anthropic":
+        if annotate:
+            raise ConfigError("`annotate=True` is not supported for 'anthropic': use 'jsonl'")
+        bare = same and envelope is None
+        if bare and not provider and not any(m.role in ("system", "developer") for m in msgs):
+            return to_anthropic_messages(msgs)
+        return to_anthropic(msgs, provider=provider, envelope=envelope)
+    if provider and fmt != "jsonl":
+        return to_openai(msgs, provider=True)
+    if fmt == "jsonl":
+        return to_jsonl(msgs, provider=provider, annotate=annotate)
+    flag = bool(annotate)
+    if fmt == "swe-agent":
+        if annotate:
+            raise ConfigError("`annotate=True` is not supported for 'swe-agent': use 'jsonl'")
+        return to_swe_agent(msgs, envelope=envelope if same else {})
+    if fmt == "mini-swe-agent":
+        if not flag:
+            return to_mini_swe_agent(msgs, envelope=envelope if same else {}, records=records)
+        items = to_openai(msgs, annotate=True)
+        return {**(envelope or {}), "messages": items}
+    items = to_openai(msgs, annotate=flag)
+    return items if envelope is None else {**envelope, "messages": items}
+
+
+def to_dicts(
+    messages: Iterable[Message], format: str = "openai", *, provider: bool = False
+) -> list[dict[str, Any]]:
+    """The message dicts alone, without any document around them.
+
+    ``anthropic`` gives the ``messages`` array, so system messages are refused (use
+    `dump`, which puts them in ``system``); ``swe-agent`` gives history entries; the
+    others give OpenAI dicts.
+    """
+    _check(format)
+    msgs = list(messages)
+    if format == "anthropic":
+        if any(m.role in ("system", "developer") for m in msgs):
+            raise FormatError("Anthropic messages cannot hold system messages: use dump()")
+        return to_anthropic_messages(msgs, provider=provider)
+    if format == "swe-agent" and not provider:
+        return [message_to_swe_agent(m) for m in msgs]
+    return to_openai(msgs, provider=provider)
+
+
+def _check(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise FormatError(f"unknown format {fmt!r}: expected one of {', '.join(FORMATS)}")
