@@ -1,0 +1,42 @@
+"""History stores: every original message kept, compaction records, search and recall.
+
+>>> from kompakt.store import MemoryStore
+>>> MemoryStore().append("s", [{"role": "user", "content": "hi"}])
+[0]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kompakt.store.base import (
+    CompactionRecord,
+    HistoryStore,
+    MessageLike,
+    SessionInfo,
+    apply_record,
+)
+from kompakt.store.memory import MemoryStore
+from kompakt.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from kompakt.store.postgres import PostgresStore
+
+__all__ = [
+    "CompactionRecord",
+    "HistoryStore",
+    "MemoryStore",
+    "MessageLike",
+    "PostgresStore",
+    "SQLiteStore",
+    "SessionInfo",
+    "apply_record",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":  # imported on use: psycopg is an optional extra
+        from kompakt.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module 'kompakt.store' has no attribute {name!r}")

@@ -1,0 +1,375 @@
+"""The history store protocol: every original message, kept forever, plus which view is current.
+
+A store holds *sessions*. Each session is an append-only list of original messages
+numbered 0, 1, 2 ... (the sequence number), a list of *compaction records* (each says
+which synthetic messages stand in for which originals, and which originals are not
+sent at all), and free-form metadata. Nothing is ever rewritten: compaction adds a
+record, the originals stay, and `search` / `recall` find them again verbatim.
+
+>>> from kompakt.store import MemoryStore
+>>> from kompakt.messages import Message
+>>> store = MemoryStore()
+>>> store.append("s1", [Message.user("the build fails with TimeoutError"), Message.assistant("ok")])
+[0, 1]
+>>> [m.role for m in store.messages("s1")]
+['user', 'assistant']
+>>> [m.text for m in store.search("s1", "TimeoutError")]
+['the build fails with TimeoutError']
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from kompakt.errors import InputError
+from kompakt.index import MessageIndex
+from kompakt.messages import Message
+from kompakt.store import _codec
+from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.view import View
+
+__all__ = [
+    "CompactionRecord",
+    "HistoryStore",
+    "MessageLike",
+    "SessionInfo",
+    "apply_record",
+]
+
+MessageLike: TypeAlias = "Message | Mapping[str, Any]"
+"""What `append` takes: a `Message`, or a dict in any format `kompakt.load` reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session: its id, when it was created, its metadata and how many originals it holds."""
+
+    id: str
+    created_at: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """Which view of a session is current, as the store keeps it.
+
+    `synthetic` are the messages that stand in for originals (each names the ids it
+    `covers`); `dropped` are ids sent as nothing and covered by no synthetic message;
+    `upto` is how many originals existed when the view was made; `event` is a JSON
+    summary of the compaction (tokens before/after, strategies, model calls).
+
+    >>> from kompakt.index import MessageIndex
+    >>> idx = MessageIndex([Message.user("a"), Message.assistant("b"), Message.user("c")])
+    >>> view = View(idx)
+    >>> view.drop(1)
+    >>> rec = CompactionRecord.from_view(view)
+    >>> rec.dropped == (idx.messages[1].id,), rec.upto
+    (True, 3)
+    """
+
+    synthetic: tuple[Message, ...] = ()
+    dropped: tuple[str, ...] = ()
+    upto: int = 0
+    event: Mapping[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
+    id: int | None = None
+    """Set by the store when recorded (increasing per store)."""
+
+    @classmethod
+    def from_view(cls, view: View, event: Any = None) -> CompactionRecord:
+        """The record of `view`; `event` may be a `CompactionEvent` or a dict."""
+        synthetic: list[Message] = []
+        for g in view.index.groups:
+            r = view.replacement(g.index)
+            if r:
+                synthetic.extend(r)
+        return cls(
+            synthetic=tuple(synthetic),
+            dropped=tuple(sorted(view.dropped_ids())),
+            upto=view.index.message_count,
+            event=event_summary(event),
+            created_at=time.time(),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (messages in the store's native form)."""
+        import json
+
+        return {
+            "synthetic": [json.loads(_codec.encode(m)) for m in self.synthetic],
+            "dropped": list(self.dropped),
+            "upto": self.upto,
+            "event": dict(self.event),
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, id: int | None = None) -> CompactionRecord:
+        """The record `to_dict` wrote."""
+        import json
+
+        return cls(
+            synthetic=tuple(_codec.decode(json.dumps(m)) for m in d.get("synthetic", ())),
+            dropped=tuple(d.get("dropped", ())),
+            upto=int(d.get("upto", 0)),
+            event=dict(d.get("event", {})),
+            created_at=float(d.get("created_at", 0.0)),
+            id=id,
+        )
+
+
+def event_summary(event: Any) -> dict[str, Any]:
+    """A JSON-ready summary of a compaction event (any object with the usual fields)."""
+    if event is None:
+        return {}
+    if isinstance(event, Mapping):
+        return {str(k): _plain(v) for k, v in event.items()}
+    out: dict[str, Any] = {}
+    for key in (
+        "tokens_before",
+        "tokens_after",
+        "messages_before",
+        "messages_after",
+        "seconds",
+        "reason",
+        "trigger",
+        "model_calls",
+        "fallbacks",
+    ):
+        if hasattr(event, key):
+            out[key] = _plain(getattr(event, key))
+    steps = getattr(event, "steps", None)
+    if steps:
+        out["strategies"] = [getattr(s, "strategy", str(s)) for s in steps]
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return str(v)
+
+
+def apply_record(view: View, record: CompactionRecord) -> View:
+    """Put `record`'s edits on `view` (whose index holds the session's originals).
+
+    Each synthetic message goes to the first group its covers touch; the other groups
+    it covers and the groups of `dropped` ids send nothing. Ids the index does not
+    hold are ignored (a record never invents originals).
+    """
+    index = view.index
+    placed: dict[int, list[Message]] = {}
+    covered: set[int] = set()
+    for m in record.synthetic:
+        groups = sorted({index.group_of(p).index for p in _positions(index, m.covers)})
+        if not groups:
+            continue
+        placed.setdefault(groups[0], []).append(m)
+        covered.update(groups)
+    for g in sorted(covered):
+        if g in placed:
+            view.replace(g, placed[g])
+        else:
+            view.drop(g)
+    for p in _positions(index, record.dropped):
+        g = index.group_of(p).index
+        if g not in covered:
+            view.drop(g)
+    return view
+
+
+def _positions(index: MessageIndex, ids: Iterable[str]) -> list[int]:
+    return [p for p in (index.position(i) for i in ids) if p is not None]
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """Where an agent's history lives: sessions of append-only originals, compaction
+    records, metadata, full-text search and recall.
+
+    Implementations: `MemoryStore`, `SQLiteStore` (the embedded default) and
+    `PostgresStore`; all pass the same test suite.
+    """
+
+    def create_session(
+        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
+    ) -> str:
+        """Create a session (a fresh id when `session` is None); returns its id.
+
+        Creating one that exists merges `metadata` into it.
+        """
+        ...
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """Every session, oldest first."""
+        ...
+
+    def delete_session(self, session: str) -> bool:
+        """Delete a session with its messages and records; False if it did not exist."""
+        ...
+
+    def metadata(self, session: str) -> dict[str, Any]:
+        """The session's metadata ({} for an unknown session)."""
+        ...
+
+    def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
+        """Merge `metadata` into the session's (a None value removes a key)."""
+        ...
+
+    def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
+        """Append originals (creating the session if needed); returns their sequence numbers.
+
+        Ids already used in the session get ``~2``, ``~3`` ... as `MessageIndex` does.
+        """
+        ...
+
+    def count(self, session: str) -> int:
+        """How many originals the session holds."""
+        ...
+
+    def messages(self, session: str, start: int = 0, end: int | None = None) -> list[Message]:
+        """Originals with sequence numbers in ``[start, end)``, in order."""
+        ...
+
+    def get(self, session: str, message_id: str) -> Message | None:
+        """The original with this id, or None."""
+        ...
+
+    def record_compaction(self, session: str, record: CompactionRecord) -> int:
+        """Store which view is current; returns the record's id."""
+        ...
+
+    def compactions(self, session: str) -> list[CompactionRecord]:
+        """Every compaction record of the session, oldest first."""
+        ...
+
+    def current_view(self, session: str, *, tokenizer: Tokenizer | None = None) -> View:
+        """The session's current view: all originals with the latest record applied."""
+        ...
+
+    def search(self, session: str, query: str, *, limit: int = 10) -> list[Message]:
+        """Originals matching `query` (tool results included), best first."""
+        ...
+
+    def recall(
+        self,
+        session: str,
+        query: str | None = None,
+        *,
+        ids: Sequence[str] = (),
+        max_tokens: int = 2000,
+        tokenizer: Tokenizer | None = None,
+    ) -> list[Message]:
+        """Verbatim originals by id and/or by query, in conversation order, within `max_tokens`."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class StoreBase:
+    """What every store shares; subclasses implement the primitives."""
+
+    # -- primitives -----------------------------------------------------------------
+
+    def _rows_by_ids(self, session: str, ids: Sequence[str]) -> list[tuple[int, Message]]:
+        raise NotImplementedError
+
+    def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
+        raise NotImplementedError
+
+    def messages(self, session: str, start: int = 0, end: int | None = None) -> list[Message]:
+        raise NotImplementedError
+
+    def compactions(self, session: str) -> list[CompactionRecord]:
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------
+
+    def get(self, session: str, message_id: str) -> Message | None:
+        rows = self._rows_by_ids(session, [message_id])
+        return rows[0][1] if rows else None
+
+    def search(self, session: str, query: str, *, limit: int = 10) -> list[Message]:
+        _check_limit(limit)
+        if not query.strip():
+            return []
+        return [m for _, m in self._search_rows(session, query, limit)]
+
+    def current_view(self, session: str, *, tokenizer: Tokenizer | None = None) -> View:
+        index = MessageIndex(self.messages(session), tokenizer=tokenizer)
+        view = View(index)
+        records = self.compactions(session)
+        return apply_record(view, records[-1]) if records else view
+
+    def recall(
+        self,
+        session: str,
+        query: str | None = None,
+        *,
+        ids: Sequence[str] = (),
+        max_tokens: int = 2000,
+        tokenizer: Tokenizer | None = None,
+    ) -> list[Message]:
+        if max_tokens <= 0:
+            raise InputError(f"`max_tokens` must be > 0, got {max_tokens!r}")
+        tok = tokenizer or CharEstimator()
+        found: dict[int, Message] = {}
+        candidates = self._rows_by_ids(session, list(ids)) if ids else []
+        if query and query.strip():
+            candidates += self._search_rows(session, query, 50)
+        used = 0
+        for seq, m in candidates:  # best first: ids asked for, then by relevance
+            if seq in found:
+                continue
+            cost = tok.count_message(m)
+            if used + cost <= max_tokens:
+                found[seq] = m
+                used += cost
+        return [found[s] for s in sorted(found)]
+
+    def close(self) -> None:
+        return None
+
+    def __enter__(self) -> StoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_limit(limit: int) -> None:
+    if limit <= 0:
+        raise InputError(f"`limit` must be > 0, got {limit!r}")
+
+
+def unique_ids(messages: Sequence[Message], taken: set[str]) -> list[Message]:
+    """Messages with ids made unique against `taken` (updated), as `MessageIndex` does."""
+    out: list[Message] = []
+    for m in messages:
+        mid = m.id
+        if mid in taken:
+            n = 2
+            while f"{m.id}~{n}" in taken:
+                n += 1
+            mid = f"{m.id}~{n}"
+            m = m.evolve(id=mid)
+        taken.add(mid)
+        out.append(m)
+    return out
+
+
+def query_terms(query: str) -> list[str]:
+    """The words of a query, as full-text search tokenizes them (letters, digits, _)."""
+    import re
+
+    return re.findall(r"\w+", query.lower())
