@@ -1,0 +1,476 @@
+"""Deciding when to compact, compacting, and recording what happened.
+
+A `Compactor` pairs a trigger (when) with a strategy (how) and a target (when to
+stop; default: the trigger no longer fires). It keeps one `View` over the history
+it is given, so each compaction builds on the previous one and messages appended
+since are simply included. `check()` is O(1): it reads running totals.
+
+>>> from kompakt import Message, MessageIndex, TokensBelow, TokensExceed
+>>> from kompakt.strategies import Truncation
+>>> idx = MessageIndex([Message.user(f"message {i} " + "x" * 200) for i in range(40)])
+>>> compactor = Compactor(trigger=TokensExceed(1_000), strategy=Truncation(),
+...                       target=TokensBelow(600))
+>>> compactor.check(idx)
+True
+>>> view, event = compactor.compact(idx)
+>>> view.total_tokens <= 600, compactor.check(idx)
+(True, False)
+
+For a list of messages in any format, `apply_compaction` returns the same format:
+
+>>> out = apply_compaction([{"role": "user", "content": "hi"}], Truncation())
+>>> out
+[{'role': 'user', 'content': 'hi'}]
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from kompakt.config import (
+    STRATEGY_NAMES,
+    read_config,
+    strategy_from_name,
+    strategy_from_spec,
+    target_from_table,
+    trigger_from_table,
+)
+from kompakt.errors import ConfigError
+from kompakt.index import MessageIndex
+from kompakt.messages import Message
+from kompakt.strategies._common import run_strategy_sync
+from kompakt.strategies.base import (
+    CompactionContext,
+    Step,
+    StrategyLike,
+    as_strategy,
+    default_target,
+    run_strategy,
+)
+from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.triggers import Always, Trigger, TriggerLike, as_trigger
+from kompakt.view import View
+
+if TYPE_CHECKING:
+    from kompakt.models.base import ChatModel
+
+__all__ = [
+    "STRATEGY_NAMES",
+    "CompactionEvent",
+    "Compactor",
+    "HistoryProcessor",
+    "apply_compaction",
+    "apply_compaction_async",
+    "as_history_processor",
+    "strategy_from_name",
+]
+
+HistoryProcessor: TypeAlias = Callable[[list[Message]], list[Message]]
+"""A transform from a message list to a new, compacted one (the input is never mutated)."""
+
+
+@dataclass
+class CompactionEvent:
+    """What one compaction did: sizes before and after, each strategy's step, time, cost."""
+
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    steps: list[Step] = field(default_factory=list)
+    seconds: float = 0.0
+    reason: str = ""
+    """Why it ran (the trigger that fired, or "forced"), or why it did not."""
+    model_calls: int = 0
+    model_input_tokens: int = 0
+    model_output_tokens: int = 0
+    fallbacks: list[str] = field(default_factory=list)
+    """Each fallback taken, as "Strategy: why"."""
+
+    @property
+    def changed(self) -> bool:
+        """The view differs from before."""
+        return any(s.changed for s in self.steps)
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    def summary(self) -> str:
+        """One line: sizes, time, what each strategy saved, fallbacks.
+
+        >>> CompactionEvent(1200, 500, 40, 12, seconds=0.002, reason="TokensExceed(1000)",
+        ...                 steps=[Step("Truncation", True, 1200, 500, 40, 12)]).summary()
+        'compacted 1,200 → 500 tokens, 40 → 12 messages in 2.0 ms (TokensExceed(1000)): \
+Truncation −700'
+        """
+        if not self.changed:
+            return f"no compaction ({self.reason})" if self.reason else "no compaction"
+        done = ", ".join(
+            f"{s.strategy} −{s.tokens_before - s.tokens_after:,}"
+            for s in self.steps
+            if s.changed and s.tokens_before != s.tokens_after
+        )
+        line = (
+            f"compacted {self.tokens_before:,} → {self.tokens_after:,} tokens, "
+            f"{self.messages_before:,} → {self.messages_after:,} messages in "
+            f"{self.seconds * 1000:.1f} ms"
+        )
+        if self.reason:
+            line += f" ({self.reason})"
+        if done:
+            line += f": {done}"
+        if self.model_calls:
+            line += f"; {self.model_calls} model call(s), {self.model_input_tokens:,} tokens in"
+        if self.fallbacks:
+            line += f"; fallback: {'; '.join(self.fallbacks)}"
+        return line
+
+
+class Compactor:
+    """A trigger, a strategy and a target, applied to a growing history.
+
+    Args:
+        trigger: when to compact (default: the strategy's own trigger, e.g. a
+            `Budgeted`'s budget, else always).
+        strategy: how; a strategy object, a function ``(view, context) -> bool`` or a name.
+        target: when to stop (default: the trigger no longer fires). Trigger high,
+            target low (hysteresis) compacts rarely and keeps the prompt prefix stable
+            for provider prompt caches.
+        tokenizer: for histories given as plain message lists.
+        summarizer: the model summary strategies use when they have none of their own.
+        min_preserved: if given, overrides `min_preserved` on the strategy (and the
+            strategies inside a `Pipeline` or `Budgeted`).
+
+    >>> from kompakt.strategies import Budgeted
+    >>> Compactor(strategy=Budgeted(8_000)).trigger
+    TokensExceed(limit=8000)
+    """
+
+    def __init__(
+        self,
+        trigger: TriggerLike | None = None,
+        strategy: StrategyLike | str | None = None,
+        target: TriggerLike | None = None,
+        *,
+        tokenizer: Tokenizer | None = None,
+        summarizer: ChatModel | None = None,
+        min_preserved: int | None = None,
+    ) -> None:
+        if strategy is None:
+            raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
+        strat: Any = strategy_from_name(strategy) if isinstance(strategy, str) else strategy
+        strat = as_strategy(strat)
+        if min_preserved is not None:
+            strat = _with_min_preserved(strat, min_preserved)
+        self.strategy = strat
+        if trigger is None:
+            trigger = getattr(strat, "trigger", None) or Always()
+        self.trigger: Trigger = as_trigger(trigger)
+        self.target: Trigger = (
+            as_trigger(target) if target is not None else default_target(self.trigger)
+        )
+        self.tokenizer = tokenizer
+        self.summarizer = summarizer
+        self._view: View | None = None
+
+    # -- the persistent view --------------------------------------------------------
+
+    @property
+    def view(self) -> View | None:
+        """The view of the last history compacted or checked (None before any)."""
+        return self._view
+
+    def view_for(self, index: MessageIndex) -> View:
+        """The persistent view over `index` (a new one when `index` is another history)."""
+        if self._view is None or self._view.index is not index:
+            self._view = View(index)
+        return self._view
+
+    def reset(self) -> None:
+        """Forget the view: the next compaction starts from the originals."""
+        self._view = None
+
+    def _index(self, source: MessageIndex | Sequence[Message]) -> MessageIndex:
+        if isinstance(source, MessageIndex):
+            return source
+        if self._view is not None and self._view.index.messages is source:
+            return self._view.index
+        return MessageIndex(source, tokenizer=self.tokenizer or CharEstimator())
+
+    # -- checking and compacting ----------------------------------------------------
+
+    def check(self, source: MessageIndex | View) -> bool:
+        """Whether the trigger fires on what would be sent now. O(1)."""
+        if isinstance(source, View):
+            return self.trigger(source)
+        return self.trigger(self.view_for(source))
+
+    def compact(
+        self, source: MessageIndex | Sequence[Message], *, force: bool = False
+    ) -> tuple[View, CompactionEvent]:
+        """Compact when the trigger fires (always with ``force=True``).
+
+        Returns the (persistent) view and what happened. If the strategy raises (for
+        example `BudgetImpossible`), the view is left as it was.
+        """
+        view, work, event, ctx = self._start(source, force)
+        if ctx is None:
+            return view, event
+        run_strategy_sync(self.strategy, work, ctx)
+        return self._finish(work, event, ctx)
+
+    async def compact_async(
+        self, source: MessageIndex | Sequence[Message], *, force: bool = False
+    ) -> tuple[View, CompactionEvent]:
+        """`compact` for strategies that await a model."""
+        view, work, event, ctx = self._start(source, force)
+        if ctx is None:
+            return view, event
+        await run_strategy(self.strategy, work, ctx)
+        return self._finish(work, event, ctx)
+
+    def _start(
+        self, source: MessageIndex | Sequence[Message], force: bool
+    ) -> tuple[View, View, CompactionEvent, CompactionContext | None]:
+        view = self.view_for(self._index(source))
+        event = CompactionEvent(
+            view.total_tokens, view.total_tokens, view.message_count, view.message_count
+        )
+        event.seconds = time.perf_counter()
+        fired = self.trigger(view)
+        if not fired and not force:
+            event.reason = f"{self.trigger!r} did not fire"
+            event.seconds = 0.0
+            return view, view, event, None
+        event.reason = f"{self.trigger!r} fired" if fired else "forced"
+        work = view.copy()
+        ctx = CompactionContext(work, target=self.target, summarizer=self.summarizer)
+        return view, work, event, ctx
+
+    def _finish(
+        self, work: View, event: CompactionEvent, ctx: CompactionContext
+    ) -> tuple[View, CompactionEvent]:
+        self._view = work
+        event.seconds = time.perf_counter() - event.seconds
+        event.tokens_after = work.total_tokens
+        event.messages_after = work.message_count
+        event.steps = list(ctx.steps)
+        for s in ctx.steps:
+            event.model_calls += s.model_calls
+            event.model_input_tokens += s.model_input_tokens
+            event.model_output_tokens += s.model_output_tokens
+            if s.fallback:
+                event.fallbacks.append(f"{s.strategy}: {s.fallback}")
+        return work, event
+
+    # -- configuration --------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, source: str | Path | Mapping[str, Any]) -> Compactor:
+        """A compactor from a TOML file, TOML text or a dict (see `kompakt.config`).
+
+        >>> c = Compactor.from_config({"trigger": {"tokens": 100_000},
+        ...                            "target": {"tokens": 60_000},
+        ...                            "strategy": [{"name": "collapse_tool_results"},
+        ...                                         {"name": "truncation"}]})
+        >>> c.target
+        TokensBelow(limit=60000)
+        >>> [type(s).__name__ for s in c.strategy.strategies]
+        ['CollapseToolResults', 'Truncation']
+        """
+        data = read_config(source)
+        known = {
+            "trigger",
+            "target",
+            "strategy",
+            "budget",
+            "min_preserved",
+            "tokenizer",
+            "summarizer",
+            "early_stop",
+        }
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown key(s) in config: {', '.join(unknown)}")
+        specs = data.get("strategy", [])
+        if isinstance(specs, (str, Mapping)):
+            specs = [specs]
+        strategies = [strategy_from_spec(s) for s in specs]
+        strategy: Any
+        budget = data.get("budget")
+        if isinstance(budget, Mapping):
+            budget = budget.get("tokens")
+        if budget is not None:
+            strategy = strategy_from_name(
+                "budgeted",
+                token_budget=budget,
+                strategies=strategies or None,
+                early_stop=bool(data.get("early_stop", True)),
+            )
+        elif not strategies:
+            raise ConfigError("config needs a `[[strategy]]` table or a `budget`")
+        elif len(strategies) == 1:
+            strategy = strategies[0]
+        else:
+            strategy = strategy_from_name("pipeline", strategies=strategies)
+        trigger = trigger_from_table(data["trigger"]) if "trigger" in data else None
+        target = target_from_table(data["target"]) if "target" in data else None
+        return cls(
+            trigger,
+            strategy,
+            target,
+            tokenizer=_tokenizer(data.get("tokenizer")),
+            summarizer=_summarizer(data.get("summarizer")),
+            min_preserved=data.get("min_preserved"),
+        )
+
+    def __repr__(self) -> str:
+        return f"Compactor(trigger={self.trigger!r}, strategy={self.strategy!r})"
+
+
+def _with_min_preserved(strategy: Any, n: int) -> Any:
+    """A copy of `strategy` (and of the strategies inside it) with `min_preserved` = n."""
+    out = copy.copy(strategy)
+    if hasattr(out, "min_preserved"):
+        out.min_preserved = n
+    inner = getattr(out, "strategies", None)
+    if isinstance(inner, list):
+        out.strategies = [_with_min_preserved(s, n) for s in inner]
+    return out
+
+
+def _tokenizer(spec: Any) -> Tokenizer | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, str):
+        raise ConfigError(f"`tokenizer` must be a name or a path, got {spec!r}")
+    if spec in ("chars", "char", "estimate"):
+        return CharEstimator()
+    if spec.endswith(".json"):
+        from kompakt.tokens import HFTokenizer
+
+        return HFTokenizer(spec)
+    from kompakt.tokens import TiktokenTokenizer
+
+    return TiktokenTokenizer(spec)
+
+
+def _summarizer(spec: Any) -> Any:
+    if spec is None:
+        return None
+    if isinstance(spec, Mapping):
+        spec = spec.get("model")
+    if not isinstance(spec, str):
+        raise ConfigError(f"`summarizer` must be a model string, got {spec!r}")
+    from kompakt import models
+
+    factory = getattr(models, "model_from_string", None)
+    if factory is None:
+        raise ConfigError("`summarizer` needs kompakt.models.model_from_string")
+    return factory(spec)
+
+
+# -- one-shot compaction of a list ------------------------------------------------------
+
+
+def apply_compaction(
+    messages: Any,
+    strategy: StrategyLike | str,
+    *,
+    tokenizer: Tokenizer | None = None,
+    format: str | None = None,
+    summarizer: ChatModel | None = None,
+) -> Any:
+    """Compact a message list once; the format that comes in is the format that goes out.
+
+    `messages` is a list of `Message`, or anything `kompakt.load` reads (OpenAI or
+    Anthropic dicts, a trajectory file's document); `format` forces the format. The
+    strategy runs with its own trigger (a `Budgeted` does nothing within budget).
+    The input is never mutated.
+
+    >>> from kompakt.strategies import Budgeted
+    >>> from kompakt import CharEstimator
+    >>> msgs = [Message.system("s")] + [Message.user("x" * 400) for _ in range(10)]
+    >>> out = apply_compaction(msgs, Budgeted(300))
+    >>> [m.synthetic for m in out], sum(CharEstimator().count_message(m) for m in out) <= 300
+    ([None, 'clamped', None, None], True)
+    """
+    msgs, back = _read(messages, format)
+    view, ctx = _prepare(msgs, tokenizer, summarizer)
+    run_strategy_sync(_strategy(strategy), view, ctx)
+    return back(view.render())
+
+
+async def apply_compaction_async(
+    messages: Any,
+    strategy: StrategyLike | str,
+    *,
+    tokenizer: Tokenizer | None = None,
+    format: str | None = None,
+    summarizer: ChatModel | None = None,
+) -> Any:
+    """`apply_compaction` for strategies that await a model."""
+    msgs, back = _read(messages, format)
+    view, ctx = _prepare(msgs, tokenizer, summarizer)
+    await run_strategy(_strategy(strategy), view, ctx)
+    return back(view.render())
+
+
+def as_history_processor(
+    strategy: StrategyLike | str, *, tokenizer: Tokenizer | None = None
+) -> HistoryProcessor:
+    """A `HistoryProcessor` (list in, new list out) applying `strategy`.
+
+    >>> from kompakt.strategies import SlidingWindow
+    >>> process = as_history_processor(SlidingWindow(keep_last_turns=1))
+    >>> [m.text for m in process([Message.user("a"), Message.user("b")])]
+    ['b']
+    """
+    strat = _strategy(strategy)
+
+    def process(messages: list[Message]) -> list[Message]:
+        out: list[Message] = apply_compaction(messages, strat, tokenizer=tokenizer)
+        return out
+
+    return process
+
+
+def _strategy(strategy: StrategyLike | str) -> Any:
+    return strategy_from_name(strategy) if isinstance(strategy, str) else strategy
+
+
+def _prepare(
+    messages: Sequence[Message], tokenizer: Tokenizer | None, summarizer: ChatModel | None
+) -> tuple[View, CompactionContext]:
+    index = MessageIndex(messages, tokenizer=tokenizer or CharEstimator())
+    view = View(index)
+    return view, CompactionContext(view, summarizer=summarizer)
+
+
+def _read(
+    messages: Any, format: str | None
+) -> tuple[list[Message], Callable[[list[Message]], Any]]:
+    """The messages, and how to turn the result back into the input's format."""
+    is_list = isinstance(messages, Sequence) and not isinstance(messages, (str, bytes))
+    if is_list and format is None and all(isinstance(m, Message) for m in messages):
+        if hasattr(messages, "format"):  # a Conversation: keep its format and envelope
+            return list(messages), lambda out: _like(messages, out)
+        return list(messages), lambda out: out
+    from kompakt import formats
+
+    conv = formats.load(messages, format=format)
+    fmt = getattr(conv, "format", None) or format
+    return list(conv), lambda out: formats.dump(_like(conv, out), fmt)
+
+
+def _like(conv: Any, out: list[Message]) -> Any:
+    """`out` as a Conversation carrying `conv`'s format and envelope."""
+    new = copy.copy(conv)
+    new[:] = out
+    return new

@@ -1,0 +1,216 @@
+"""Strategies and triggers by name, and compactors from TOML.
+
+The names are the snake_case of the class names; the CLI's ``--strategy NAME`` and
+the ``[[strategy]]`` tables of a config file use them.
+
+>>> strategy_from_name("collapse_tool_results", keep_last=3)
+CollapseToolResults(keep_last=3)
+>>> trigger_from_table({"tokens": 100_000})
+TokensExceed(limit=100000)
+
+A config file:
+
+```toml
+min_preserved = 2
+[trigger]
+tokens = 100000
+[target]
+tokens = 60000
+[[strategy]]
+name = "collapse_tool_results"
+keep_last = 3
+[[strategy]]
+name = "truncation"
+```
+
+Several ``[[strategy]]`` tables make a `Pipeline`; a ``budget = 80000`` key makes a
+`Budgeted` of them (of the default chain when there are none).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kompakt.errors import ConfigError
+from kompakt.triggers import (
+    All,
+    Always,
+    CharsExceed,
+    ContextFraction,
+    GroupsExceed,
+    HasToolCalls,
+    MessagesExceed,
+    Not,
+    TokensBelow,
+    TokensExceed,
+    Trigger,
+    TurnsExceed,
+)
+from kompakt.triggers import Any as AnyOf
+
+__all__ = [
+    "STRATEGY_NAMES",
+    "read_config",
+    "strategy_from_name",
+    "target_from_table",
+    "trigger_from_table",
+]
+
+_REGISTRY: dict[str, str] = {
+    "truncation": "Truncation",
+    "sliding_window": "SlidingWindow",
+    "keep_first_and_last": "KeepFirstAndLast",
+    "collapse_tool_results": "CollapseToolResults",
+    "remove_tool_calls": "RemoveToolCalls",
+    "clamp_oversized": "ClampOversized",
+    "supersede_reads": "SupersedeReads",
+    "pipeline": "Pipeline",
+    "budgeted": "Budgeted",
+    "summarize": "Summarize",
+    "whole_history": "WholeHistory",
+    "from_last_n": "FromLastN",
+    "chunked": "Chunked",
+    "extractive_digest": "ExtractiveDigest",
+    "fact_retrieval": "FactRetrieval",
+}
+
+STRATEGY_NAMES: tuple[str, ...] = tuple(sorted(_REGISTRY))
+"""Every name `strategy_from_name` knows (summary strategies need their module present)."""
+
+_EXCEED = {
+    "tokens": TokensExceed,
+    "messages": MessagesExceed,
+    "turns": TurnsExceed,
+    "groups": GroupsExceed,
+    "chars": CharsExceed,
+}
+
+
+def _snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name.strip()):
+        if ch.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out).replace("-", "_")
+
+
+def strategy_from_name(name: str, **options: Any) -> Any:
+    """A strategy from its snake_case name (or class name) and keyword options.
+
+    A `trigger` option may be a table (``{"tokens": 512}``); the `strategies` of
+    ``pipeline`` and ``budgeted`` may be names or tables with a ``name`` key.
+
+    >>> strategy_from_name("budgeted", token_budget=8000, strategies=["truncation"])
+    Budgeted(8000, [Truncation(min_preserved=2, trigger=None)])
+    """
+    import kompakt.strategies as strategies
+
+    key = _snake(name)
+    cls_name = _REGISTRY.get(key)
+    if cls_name is None:
+        raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGY_NAMES)}")
+    cls = getattr(strategies, cls_name, None)
+    if cls is None:
+        raise ConfigError(f"strategy {name!r} is not available in this installation")
+    if isinstance(options.get("trigger"), Mapping):
+        options["trigger"] = trigger_from_table(options["trigger"], where=f"{key}.trigger")
+    if isinstance(options.get("target"), Mapping):
+        options["target"] = target_from_table(options["target"], where=f"{key}.target")
+    if "strategies" in options:
+        options["strategies"] = [strategy_from_spec(s) for s in options["strategies"]]
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise ConfigError(f"bad options for strategy {name!r}: {exc}") from exc
+
+
+def strategy_from_spec(spec: Any) -> Any:
+    """A strategy from a name or a table ``{"name": ..., **options}``."""
+    if isinstance(spec, str):
+        return strategy_from_name(spec)
+    if isinstance(spec, Mapping):
+        options = dict(spec)
+        name = options.pop("name", None)
+        if not isinstance(name, str):
+            raise ConfigError(f"a strategy table needs a `name`, got {dict(spec)!r}")
+        return strategy_from_name(name, **options)
+    if hasattr(spec, "apply") or hasattr(spec, "apply_async") or callable(spec):
+        return spec
+    raise ConfigError(f"a strategy must be a name or a table with `name`, got {spec!r}")
+
+
+def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> Trigger:
+    """A trigger from ``{tokens = N, messages = N, turns, groups, chars, fraction, ...}``.
+
+    Several keys fire when any of them does. ``fraction`` takes ``window`` or ``model``;
+    ``tool_calls = true`` fires while tool-call groups are sent; ``always = true``.
+    """
+    found: list[Trigger] = []
+    rest = dict(table)
+    for key, cls in _EXCEED.items():
+        if key in rest:
+            found.append(cls(_int(rest.pop(key), f"{where}.{key}")))
+    if "fraction" in rest:
+        found.append(
+            ContextFraction(
+                float(rest.pop("fraction")),
+                window=rest.pop("window", None),
+                model=rest.pop("model", None),
+            )
+        )
+    if rest.pop("tool_calls", False):
+        found.append(HasToolCalls())
+    if rest.pop("always", False):
+        found.append(Always())
+    _no_rest(rest, where)
+    if not found:
+        raise ConfigError(f"`[{where}]` names no condition: use tokens, messages, turns, ...")
+    return found[0] if len(found) == 1 else AnyOf(*found)
+
+
+def target_from_table(table: Mapping[str, Any], *, where: str = "target") -> Trigger:
+    """A target from ``{tokens = N, messages = N, ...}``: holds when all are at or below."""
+    found: list[Trigger] = []
+    rest = dict(table)
+    if "tokens" in rest:
+        found.append(TokensBelow(_int(rest.pop("tokens"), f"{where}.tokens")))
+    for key, cls in _EXCEED.items():
+        if key in rest:
+            found.append(Not(cls(_int(rest.pop(key), f"{where}.{key}"))))
+    _no_rest(rest, where)
+    if not found:
+        raise ConfigError(f"`[{where}]` names no condition: use tokens, messages, turns, ...")
+    return found[0] if len(found) == 1 else All(*found)
+
+
+def read_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
+    """The config as a dict: from a mapping, a TOML file path, or TOML text."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    text: str
+    path = Path(source)
+    if isinstance(source, Path) or ("\n" not in str(source) and path.suffix == ".toml"):
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {str(path)!r}")
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = str(source)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config is not valid TOML: {exc}") from exc
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"`{where}` must be an integer, got {value!r}")
+    return value
+
+
+def _no_rest(rest: Mapping[str, Any], where: str) -> None:
+    if rest:
+        raise ConfigError(f"unknown key(s) in `[{where}]`: {', '.join(sorted(rest))}")
