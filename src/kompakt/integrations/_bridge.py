@@ -1,0 +1,192 @@
+"""What every framework adapter shares: lazy imports, JSON helpers and the `Mirror`.
+
+A `Mirror` keeps a `MessageIndex` in step with a framework's growing message list:
+only messages it has not seen are converted and appended (the prefix is recognised
+by object identity, which costs one pointer comparison per message), the compactor
+runs on the index when its trigger fires, and the compacted view is turned back into
+framework messages, reusing the framework's own objects for every original so the
+model receives exactly what the framework recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from kompakt.errors import MissingDependency
+from kompakt.index import MessageIndex
+from kompakt.messages import Message
+from kompakt.view import View
+
+__all__ = ["Mirror", "Origin", "as_text", "dumps", "loads_or_text", "require"]
+
+Origin = tuple[int, int, int]
+"""Where a kompakt message came from: (position in the source list, part, parts)."""
+
+Convert = Callable[[Any, int], list[Message]]
+Render = Callable[[Sequence[Message]], list[Any]]
+
+
+def require(module: str, what: str, extra: str) -> ModuleType:
+    """Import `module` or raise `MissingDependency` naming the extra that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependency(what, extra) from e
+
+
+def dumps(value: Any) -> str:
+    """JSON text of `value` as a model would read it (non-ASCII kept, unknown types as str)."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def as_text(value: Any) -> tuple[str, bool]:
+    """`value` as text, and whether it already was text (else it is JSON-encoded)."""
+    if isinstance(value, str):
+        return value, True
+    return dumps(value), False
+
+
+def loads_or_text(text: str) -> Any:
+    """`text` parsed as JSON, or `text` itself when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def fresh_compactor(compactor: Any) -> Any:
+    """A copy of `compactor` with no view yet (one per conversation the adapter serves)."""
+    clone = copy.copy(compactor)
+    reset = getattr(clone, "reset", None)
+    if callable(reset):
+        reset()
+    return clone
+
+
+class Mirror:
+    """A framework's message list, indexed incrementally and compacted by a `Compactor`.
+
+    `convert(obj, position)` turns one framework message into kompakt messages (several
+    when the framework packs several into one, as Pydantic AI's requests do); `render`
+    turns kompakt messages back into framework messages.
+    """
+
+    def __init__(self, compactor: Any, convert: Convert, render: Render) -> None:
+        self.template = compactor
+        self._convert = convert
+        self._render = render
+        self.events: list[Any] = []
+        """Every `CompactionEvent` so far, oldest first."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self.compactor = fresh_compactor(self.template)
+        self._source: list[Any] = []
+        self.index = MessageIndex(tokenizer=getattr(self.template, "tokenizer", None))
+        self._origin: dict[str, Origin] = {}
+        self._rendered: dict[str, Any] = {}
+
+    # -- keeping up with the framework -------------------------------------------------
+
+    def sync(self, source: Sequence[Any]) -> int:
+        """Take in `source`; returns how many of its messages were new.
+
+        When `source` no longer starts with what was seen (a message was edited,
+        removed or inserted), the index is rebuilt from scratch.
+        """
+        seen = self._source
+        n = len(seen)
+        if len(source) < n or any(a is not b for a, b in zip(seen, source, strict=False)):
+            self._reset()
+            seen, n = self._source, 0
+        for pos in range(n, len(source)):
+            obj = source[pos]
+            parts = self._convert(obj, pos)
+            stored = self.index.extend(parts)
+            for k, m in enumerate(stored):
+                self._origin[m.id] = (pos, k, len(stored))
+            seen.append(obj)
+        return len(source) - n
+
+    @property
+    def view(self) -> View:
+        """What is sent now: the compactor's persistent view over the index."""
+        view: View = self.compactor.view_for(self.index)
+        return view
+
+    def due(self) -> bool:
+        """The compactor's trigger fires on what is sent now."""
+        return bool(self.compactor.check(self.view))
+
+    def compact(self) -> bool:
+        """Compact when due; returns True when it ran."""
+        if not self.due():
+            return False
+        _, event = self.compactor.compact(self.index)
+        self.events.append(event)
+        return True
+
+    async def acompact(self) -> bool:
+        """`compact` for strategies that await a model."""
+        if not self.due():
+            return False
+        _, event = await self.compactor.compact_async(self.index)
+        self.events.append(event)
+        return True
+
+    # -- back to the framework ----------------------------------------------------------
+
+    def render(self) -> list[Any]:
+        """The compacted history as framework messages (originals are the source objects)."""
+        out: list[Any] = []
+        pending: list[Message] = []
+        rendered = self.view.render()
+        i = 0
+        while i < len(rendered):
+            m = rendered[i]
+            origin = self._origin.get(m.id) if m.synthetic is None else None
+            if origin is not None and origin[1] == 0 and self._whole(rendered, i, origin):
+                out.extend(self._flush(pending))
+                out.append(self._source[origin[0]])
+                i += origin[2]
+                continue
+            pending.append(m)
+            i += 1
+        out.extend(self._flush(pending))
+        return out
+
+    def _whole(self, rendered: Sequence[Message], i: int, origin: Origin) -> bool:
+        pos, _, n = origin
+        if n == 1:
+            return True
+        if i + n > len(rendered):
+            return False
+        return all(
+            self._origin.get(rendered[i + k].id) == (pos, k, n)
+            and rendered[i + k].synthetic is None
+            for k in range(n)
+        )
+
+    def _flush(self, pending: list[Message]) -> list[Any]:
+        if not pending:
+            return []
+        out = self._render(pending)
+        pending.clear()
+        return out
+
+    def process(self, source: Sequence[Any]) -> list[Any]:
+        """Sync, compact when due, render."""
+        self.sync(source)
+        self.compact()
+        return self.render()
+
+    async def aprocess(self, source: Sequence[Any]) -> list[Any]:
+        """`process` for strategies that await a model."""
+        self.sync(source)
+        await self.acompact()
+        return self.render()

@@ -1,0 +1,398 @@
+"""OpenAI Agents SDK: item conversion and a `Session` backed by a kompakt store.
+
+Install with ``pip install "kompakt[openai-agents]"``.
+
+* `from_openai_agents` / `to_openai_agents` convert Responses-API input items (what a
+  `Session` holds) both ways. Consecutive ``function_call`` items (parallel calls), with
+  the ``reasoning`` items and the assistant message that led to them, become one kompakt
+  assistant message, so a call and its outputs are always kept or removed together.
+* `KompaktSession` implements the SDK's `Session` protocol on a kompakt `HistoryStore`
+  (`MemoryStore` by default, `SQLiteStore` to persist): `add_items` appends originals,
+  `get_items` returns the compacted history, and every original stays in the store
+  (searchable, recallable). Compactions are recorded in the store.
+
+```python
+from agents import Agent, Runner
+from kompakt import Budgeted, Compactor, SQLiteStore, TokensExceed
+from kompakt.integrations.openai_agents import KompaktSession
+
+compactor = Compactor(trigger=TokensExceed(8_000), strategy=Budgeted(6_000))
+session = KompaktSession("user-42", store=SQLiteStore("agent.db"), compactor=compactor)
+result = await Runner.run(agent, "fix the failing test", session=session)
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kompakt.integrations._bridge import Mirror
+from kompakt.messages import Message, Part, PartKind, ToolCall
+
+__all__ = ["KompaktSession", "from_openai_agents", "to_openai_agents"]
+
+_KEY = "openai_agents"
+_TEXT_BLOCKS = ("input_text", "output_text")
+_STAGE = {"reasoning": 0, "message": 1, "function_call": 2}
+
+
+# -- items -> kompakt -----------------------------------------------------------------
+
+
+def from_openai_agents(items: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """Convert Responses-API input items to kompakt messages.
+
+    >>> items = [{"role": "user", "content": "list files"},
+    ...          {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+    ...          {"type": "function_call_output", "call_id": "c1", "output": "a.py"}]
+    >>> [(m.role, m.text, len(m.tool_calls)) for m in from_openai_agents(items)]
+    [('user', 'list files', 0), ('assistant', '', 1), ('tool', 'a.py', 0)]
+    """
+    out: list[Message] = []
+    turn: list[dict[str, Any]] = []
+    for raw in items:
+        item = dict(raw)
+        stage = _assistant_stage(item)
+        if stage is None:
+            _flush(turn, out)
+            out.append(_single(item))
+            continue
+        if turn and (stage < _stage_of(turn[-1]) or (stage == 1 and any(map(_is_msg, turn)))):
+            _flush(turn, out)
+        turn.append(item)
+    _flush(turn, out)
+    return out
+
+
+def _stage_of(item: dict[str, Any]) -> int:
+    stage = _assistant_stage(item)
+    return 0 if stage is None else stage
+
+
+def _is_msg(item: dict[str, Any]) -> bool:
+    return _assistant_stage(item) == 1
+
+
+def _assistant_stage(item: dict[str, Any]) -> int | None:
+    kind = item.get("type")
+    if kind in ("reasoning", "function_call"):
+        return _STAGE[str(kind)]
+    if item.get("role") == "assistant" and kind in (None, "message"):
+        return 1
+    return None
+
+
+def _flush(turn: list[dict[str, Any]], out: list[Message]) -> None:
+    if not turn:
+        return
+    parts: list[Part] = []
+    calls: list[ToolCall] = []
+    envelope: dict[str, Any] | None = None
+    form = "list"
+    for item in turn:
+        kind = item.get("type")
+        if kind == "function_call":
+            extra = {k: v for k, v in item.items() if k not in ("call_id", "name", "arguments")}
+            calls.append(
+                ToolCall(
+                    id=item["call_id"],
+                    name=item["name"],
+                    arguments=item.get("arguments") or "",
+                    extra=extra,
+                )
+            )
+        elif kind == "reasoning":
+            parts.append(Part(kind="other", data={"item": item}))
+        else:
+            envelope = {k: v for k, v in item.items() if k != "content"}
+            content, form = _content_parts(item.get("content"))
+            parts.extend(content)
+    source: dict[str, Any] = {"message": envelope, "form": form}
+    out.append(
+        Message(
+            role="assistant",
+            content=tuple(parts),
+            tool_calls=tuple(calls),
+            id=(envelope or {}).get("id") or "",
+            extra={_KEY: source},
+        )
+    )
+    turn.clear()
+
+
+def _single(item: dict[str, Any]) -> Message:
+    kind = item.get("type")
+    if kind == "function_call_output":
+        output = item.get("output")
+        env = {k: v for k, v in item.items() if k not in ("output", "call_id")}
+        if isinstance(output, str):
+            return Message.tool(
+                output, tool_call_id=item["call_id"], extra={_KEY: {"message": env}}
+            )
+        parts, _ = _content_parts(output)
+        return Message(
+            role="tool",
+            content=parts,
+            tool_call_id=item["call_id"],
+            extra={_KEY: {"message": env, "form": "list"}},
+        )
+    role = item.get("role")
+    if role in ("user", "system", "developer") and kind in (None, "message"):
+        env = {k: v for k, v in item.items() if k != "content"}
+        parts, form = _content_parts(item.get("content"))
+        return Message(
+            role=role,
+            content=parts,
+            id=item.get("id") or "",
+            extra={_KEY: {"message": env, "form": form}},
+        )
+    # items kompakt does not model (tool searches, references ...) are kept whole
+    return Message(
+        role="assistant",
+        content=(Part(kind="other", data={"item": item}),),
+        extra={_KEY: {"raw": True}},
+    )
+
+
+def _content_parts(content: Any) -> tuple[tuple[Part, ...], str]:
+    if content is None:
+        return (), "none"
+    if isinstance(content, str):
+        return ((Part(text=content),) if content else ()), "str"
+    parts: list[Part] = []
+    for block in content:
+        if block.get("type") in _TEXT_BLOCKS:
+            rest = {k: v for k, v in block.items() if k != "text"}
+            parts.append(Part(text=block.get("text", ""), data=rest))
+        else:
+            parts.append(Part(kind=_part_kind(block), data=dict(block)))
+    return tuple(parts), "list"
+
+
+def _part_kind(block: Mapping[str, Any]) -> PartKind:
+    kind = str(block.get("type", ""))
+    for name in ("image", "audio", "file"):
+        if name in kind:
+            return name
+    return "other"
+
+
+# -- kompakt -> items -----------------------------------------------------------------
+
+
+def to_openai_agents(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Convert kompakt messages to Responses-API input items (the inverse of
+    `from_openai_agents`).
+
+    >>> to_openai_agents([Message.user("hi")])
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        src = dict(m.extra.get(_KEY) or {})
+        if src.get("raw") and m.content:
+            out.append(dict(m.content[0].data["item"]))
+        elif m.role == "tool":
+            out.append(_output_item(m, src))
+        elif m.role == "assistant":
+            out.extend(_assistant_items(m, src))
+        else:
+            env = dict(src.get("message") or {"role": m.role})
+            out.append({**env, "content": _content(m, src.get("form", "str"), "input_text")})
+    return out
+
+
+def _output_item(m: Message, src: dict[str, Any]) -> dict[str, Any]:
+    env = dict(src.get("message") or {"type": "function_call_output"})
+    output: Any = m.text if src.get("form") != "list" else _blocks(m, "input_text")
+    return {**env, "call_id": m.tool_call_id, "output": output}
+
+
+def _assistant_items(m: Message, src: dict[str, Any]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    text_parts = [p for p in m.content if not (p.kind == "other" and "item" in p.data)]
+    for p in m.content:
+        if p.kind == "other" and "item" in p.data:
+            items.append(dict(p.data["item"]))
+    env = src.get("message")
+    if env is not None or text_parts:
+        if env is None:
+            env = {"type": "message", "role": "assistant", "status": "completed"}
+            if m.synthetic is None:
+                env["id"] = m.id
+        shown = m.evolve(content=tuple(text_parts), id=m.id)
+        items.append({**env, "content": _content(shown, src.get("form", "list"), "output_text")})
+    for c in m.tool_calls:
+        item = {"type": "function_call", **dict(c.extra)}
+        item.update(call_id=c.id, name=c.name, arguments=c.arguments)
+        items.append(item)
+    return items
+
+
+def _content(m: Message, form: str, text_type: str) -> Any:
+    if form == "none" and not m.content:
+        return None
+    if form == "str" and all(p.kind == "text" and not p.data for p in m.content):
+        return m.text if m.content else ""
+    return _blocks(m, text_type)
+
+
+def _blocks(m: Message, text_type: str) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for p in m.content:
+        if p.kind == "text":
+            block = {"type": text_type, **dict(p.data), "text": p.text}
+            if block["type"] == "output_text":
+                block.setdefault("annotations", [])
+            blocks.append(block)
+        else:
+            blocks.append(dict(p.data))
+    return blocks
+
+
+# -- the session ----------------------------------------------------------------------
+
+
+def _default_store() -> Any:
+    from kompakt.store import MemoryStore
+
+    return MemoryStore()
+
+
+class KompaktSession:
+    """An Agents SDK `Session` on a kompakt store: originals kept, compacted items returned.
+
+    `get_items` renders the current compacted view (compacting first when the
+    compactor's trigger fires); `add_items` appends originals; `pop_item` and
+    `clear_session` hide originals from the session without deleting them (the store
+    is append-only, so they stay searchable). Without a compactor nothing is compacted.
+
+    ```python
+    session = KompaktSession("s1", store=SQLiteStore("agent.db"), compactor=compactor)
+    await Runner.run(agent, "hello", session=session)
+    ```
+    """
+
+    session_settings: Any = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        store: Any = None,
+        compactor: Any = None,
+        session_settings: Any = None,
+    ) -> None:
+        self.session_id = session_id
+        self.store = store if store is not None else _default_store()
+        self.compactor = compactor
+        self.session_settings = session_settings
+        self.store.create_session(session_id)
+        self._lock = asyncio.Lock()
+        self._loaded: list[Message] = []
+        self._mirror = self._new_mirror()
+
+    def _new_mirror(self) -> Mirror | None:
+        if self.compactor is None:
+            return None
+        return Mirror(self.compactor, lambda m, pos: [m], lambda ms: list(ms))
+
+    @property
+    def events(self) -> list[Any]:
+        """Every compaction this session object ran."""
+        return self._mirror.events if self._mirror is not None else []
+
+    # -- hidden originals (pop_item, clear_session) ---------------------------------
+
+    def _state(self) -> dict[str, Any]:
+        meta = self.store.metadata(self.session_id).get(_KEY) or {}
+        return {"start": int(meta.get("start", 0)), "hidden": list(meta.get("hidden", []))}
+
+    def _save_state(self, state: dict[str, Any]) -> None:
+        self.store.set_metadata(self.session_id, {_KEY: state})
+
+    def _visible(self) -> list[Message]:
+        count = self.store.count(self.session_id)
+        if count < len(self._loaded):
+            self._loaded = []
+        if count > len(self._loaded):
+            self._loaded.extend(self.store.messages(self.session_id, len(self._loaded)))
+        state = self._state()
+        hidden = set(state["hidden"])
+        return [m for m in self._loaded[state["start"] :] if m.id not in hidden]
+
+    # -- the Session protocol -------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The compacted history as input items (the newest `limit`, never an orphan output)."""
+        async with self._lock:
+            visible = self._visible()
+            if self._mirror is None:
+                messages = visible
+            else:
+                before = len(self._mirror.events)
+                self._mirror.sync(visible)
+                await self._mirror.acompact()
+                if len(self._mirror.events) > before:
+                    self._record(self._mirror)
+                messages = self._mirror.render()
+            items = to_openai_agents(messages)
+        return _tail(items, limit)
+
+    def _record(self, mirror: Mirror) -> None:
+        from kompakt.store.base import CompactionRecord
+
+        record = CompactionRecord.from_view(mirror.view, mirror.events[-1])
+        self.store.record_compaction(self.session_id, record)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append `items` to the session as originals."""
+        if not items:
+            return
+        async with self._lock:
+            self.store.append(self.session_id, from_openai_agents([_plain(i) for i in items]))
+
+    async def pop_item(self) -> Any | None:
+        """Remove the newest item from the session (its original stays in the store)."""
+        async with self._lock:
+            visible = self._visible()
+            if not visible:
+                return None
+            last = visible[-1]
+            items = to_openai_agents([last])
+            state = self._state()
+            state["hidden"].append(last.id)
+            self._save_state(state)
+            if len(items) > 1:
+                self.store.append(self.session_id, from_openai_agents(items[:-1]))
+            return items[-1]
+
+    async def clear_session(self) -> None:
+        """Start the session afresh (its originals stay in the store)."""
+        async with self._lock:
+            self._save_state({"start": self.store.count(self.session_id), "hidden": []})
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    if isinstance(item, Mapping):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if dump is not None:
+        return dict(dump(exclude_unset=True))
+    raise TypeError(f"a session item must be a dict or a pydantic model, got {item!r}")
+
+
+def _tail(items: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    if limit is None or limit >= len(items):
+        return items
+    if limit <= 0:
+        return []
+    out = items[-limit:]
+    called = {i.get("call_id") for i in out if i.get("type") == "function_call"}
+    while (
+        out and out[0].get("type") == "function_call_output" and out[0].get("call_id") not in called
+    ):
+        out = out[1:]
+    return out
