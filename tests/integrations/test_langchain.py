@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("langchain")
 pytest.importorskip("langgraph")
 
+from framework_checks import BIG, assert_valid_history, tool_result_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
@@ -33,7 +34,6 @@ from kompakt.integrations.langchain import (
     pre_model_hook,
     to_langchain,
 )
-from tests.integrations.checks import BIG, assert_valid_history, tool_result_count
 
 TURNS = 12
 FINAL = "All 12 files read; the bug is in f7.py."
@@ -43,8 +43,8 @@ class ToolCallingFake(FakeMessagesListChatModel):
     """LangChain's fake list model, made to call tools for `turns` steps and record its input."""
 
     turns: int = TURNS
-    requests: list[list[BaseMessage]] = []
-    responses: list[BaseMessage] = [AIMessage("unused")]
+    requests: list[list[BaseMessage]] = []  # noqa: RUF012 (a pydantic field)
+    responses: list[BaseMessage] = [AIMessage("unused")]  # noqa: RUF012
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:
         return self
@@ -56,7 +56,8 @@ class ToolCallingFake(FakeMessagesListChatModel):
             return ChatResult(generations=[ChatGeneration(message=AIMessage(FINAL))])
         calls = [{"name": "read_file", "args": {"path": f"f{step}.py"}, "id": f"call_{step}"}]
         if step % 4 == 0:  # a parallel batch now and then
-            calls.append({"name": "read_file", "args": {"path": f"g{step}.py"}, "id": f"par_{step}"})
+            extra = {"name": "read_file", "args": {"path": f"g{step}.py"}, "id": f"par_{step}"}
+            calls.append(extra)
         msg = AIMessage("", tool_calls=[{**c, "type": "tool_call"} for c in calls])
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
@@ -139,7 +140,8 @@ def test_round_trip_is_identity(conversation: list[BaseMessage]) -> None:
     for a, b in zip(conversation, kompakt_msgs, strict=True):
         if isinstance(a, AIMessage):
             assert [c["id"] for c in a.tool_calls] == [c.id for c in b.tool_calls]
-            assert [c["args"] for c in a.tool_calls] == [json.loads(c.arguments) for c in b.tool_calls]
+            args = [json.loads(c.arguments) for c in b.tool_calls]
+            assert [c["args"] for c in a.tool_calls] == args
 
 
 def test_synthetic_messages_keep_their_provenance() -> None:
