@@ -1,0 +1,1 @@
+"""The `kompakt` command line (typer + rich). Entry point: `kompakt.cli.app.main`."""

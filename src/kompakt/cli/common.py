@@ -1,0 +1,95 @@
+"""What the commands share: reading input, budgets, compactors, consoles."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from kompakt.errors import ConfigError
+from kompakt.eval.compactors import (
+    DEFAULT_TARGET,
+    compactor_from_config,
+    load_model,
+    load_tokenizer,
+    make_compactor,
+)
+from kompakt.eval.retention import parse_budgets
+from kompakt.index import MessageIndex
+from kompakt.tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from kompakt.compactor import Compactor
+    from kompakt.formats import Conversation
+
+__all__ = [
+    "build_compactor",
+    "count_tokens",
+    "err_console",
+    "load_tokenizer",
+    "out_console",
+    "read_conversation",
+    "resolve_budget",
+]
+
+out_console = Console(soft_wrap=False)
+err_console = Console(stderr=True)
+
+
+def read_conversation(source: str, fmt: str | None = None) -> Conversation:
+    """Load a transcript from a path, or from stdin when `source` is ``-``."""
+    from kompakt.formats import load
+
+    if source == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise ConfigError("stdin is empty: pipe a transcript in, or give a file path")
+        return load(text, format=fmt)
+    path = Path(source)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file", str(path))
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(path))
+    return load(path, format=fmt)
+
+
+def resolve_budget(text: str | None, total_tokens: int) -> int | None:
+    """``8000`` -> 8000; ``0.2`` or ``20%`` -> 20% of `total_tokens`; None -> None."""
+    if text is None:
+        return None
+    budgets = parse_budgets(text)
+    if len(budgets) != 1:
+        raise ConfigError(f"--budget: give one budget here, got {text!r}")
+    return budgets[0].resolve(total_tokens)
+
+
+def count_tokens(messages: Any, tokenizer: Tokenizer) -> int:
+    """Tokens of a whole message list."""
+    return MessageIndex(messages, tokenizer=tokenizer).total_tokens
+
+
+def build_compactor(
+    *,
+    strategy: str | None,
+    config: Path | None,
+    budget: int | None,
+    target: float = DEFAULT_TARGET,
+    model: str | None,
+    tokenizer: Tokenizer,
+) -> Compactor:
+    """A compactor from ``--config``, or from ``--strategy`` and ``--budget``."""
+    if config is not None:
+        if strategy is not None:
+            raise ConfigError("give --strategy or --config, not both")
+        return compactor_from_config(config)
+    if budget is None:
+        raise ConfigError("--budget is required (tokens like 8000, or a fraction like 0.2)")
+    return make_compactor(
+        strategy or "budgeted",
+        budget,
+        target=target,
+        tokenizer=tokenizer,
+        summarizer=load_model(model),
+    )

@@ -1,0 +1,155 @@
+"""`kompakt eval`: retention benchmark of strategies side by side, at several budgets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kompakt.cli.common import err_console, load_tokenizer, out_console, read_conversation
+from kompakt.cli.errors import handled
+from kompakt.cli.replay import FormatOpt, ModelOpt, TargetOpt, TokenizerOpt, write_report
+from kompakt.errors import ConfigError
+from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
+from kompakt.eval.probes import Needle
+from kompakt.eval.report import eval_report
+from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate, parse_budgets
+from kompakt.messages import Message
+
+if TYPE_CHECKING:
+    from kompakt.models import ChatModel
+
+__all__ = ["DEFAULT_STRATEGIES", "eval_command", "model_asker", "print_eval"]
+
+DEFAULT_STRATEGIES = "truncation,collapse,budgeted,digest"
+
+
+def model_asker(model: ChatModel) -> Asker:
+    """Ask `model` each needle's question over the final context; right if it says the value."""
+    from kompakt.errors import ModelError
+
+    def ask(context: Sequence[Message], needle: Needle) -> bool:
+        question = Message.user("Answer from the conversation above only. " + needle.question)
+        try:
+            response = model.chat_sync([*context, question], max_tokens=64)
+        except ModelError:
+            return False
+        return needle.value.lower() in response.message.text.lower()
+
+    return ask
+
+
+def print_eval(result: EvalResult) -> None:
+    """The side-by-side table: survival per kind, tokens kept, model cost."""
+    t = Table(title="Retention: share still visible at the end of the run", title_justify="left")
+    t.add_column("strategy")
+    t.add_column("budget", justify="right")
+    for kind in KINDS:
+        t.add_column(kind, justify="right")
+    for col in ("tokens kept", "compactions", "model calls", "summ. tokens", "errors"):
+        t.add_column(col, justify="right")
+    last = None
+    for r in result.rows():
+        if last is not None and r.budget != last:
+            t.add_section()
+        last = r.budget
+        t.add_row(
+            r.strategy,
+            r.budget,
+            *("—" if r.survival[k] is None else f"{r.survival[k] * 100:.0f}%" for k in KINDS),  # type: ignore[operator]
+            f"{r.tokens_kept * 100:.0f}%",
+            str(r.compactions),
+            str(r.model_calls),
+            f"{r.summarizer_tokens:,}",
+            str(r.errors) if r.errors else "",
+        )
+    out_console.print(t)
+    if any(r.answered is not None for r in result.rows()):
+        a = Table(title="Model-answered probes", title_justify="left")
+        for col in ("strategy", "budget", "answered"):
+            a.add_column(col)
+        for r in result.rows():
+            a.add_row(r.strategy, r.budget, "—" if r.answered is None else f"{r.answered:.0%}")
+        out_console.print(a)
+
+
+def eval_command(
+    files: Annotated[list[str], typer.Argument(help="Transcripts to evaluate on.")],
+    budget: Annotated[
+        str,
+        typer.Option(
+            "--budget",
+            "-b",
+            help="Budgets, comma-separated: fractions of each run "
+            "(0.5,0.2,0.1 or 20%) or tokens (8000).",
+        ),
+    ] = "0.5,0.2,0.1",
+    strategies: Annotated[
+        str, typer.Option("--strategies", "-s", help="Strategies to compare, comma-separated.")
+    ] = DEFAULT_STRATEGIES,
+    model: ModelOpt = None,
+    target: TargetOpt = DEFAULT_TARGET,
+    tokenizer: TokenizerOpt = "chars",
+    fmt: FormatOpt = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Retention benchmark: how much of each run survives each strategy at each budget.
+
+    Plants facts at known positions (values, constraints, decisions), replays every
+    run under every (strategy, budget), and reports the share of facts and of the
+    run's own paths, commands, errors and identifiers still visible, the tokens
+    kept, and model calls and summarizer tokens spent. With --model, each planted
+    fact is also asked as a question.
+
+    Example: kompakt eval runs/*.traj.json --budget 0.5,0.2,0.1 --report eval.html
+
+    Example: kompakt eval run.json --strategies truncation,collapse,budgeted,digest
+    """
+    with handled():
+        tok = load_tokenizer(tokenizer)
+        budgets = parse_budgets(budget)
+        names = [s.strip() for s in strategies.split(",") if s.strip()]
+        if not names:
+            raise ConfigError("--strategies: give at least one strategy name")
+        summarizer = load_model(model)
+        for name in names:  # fail fast on an unknown name, before any replay
+            make_compactor(name, 1000, target=target, tokenizer=tok, summarizer=summarizer)
+        runs = [(Path(f).name, list(read_conversation(f, fmt))) for f in files]
+        total = len(runs) * len(budgets) * len(names)
+        columns = (
+            TextColumn("[bold]evaluating[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("replays"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=err_console, transient=True, disable=json_out) as bar:
+            task = bar.add_task("eval", total=total)
+            result = evaluate(
+                runs,
+                names,
+                budgets,
+                lambda name, tokens: make_compactor(
+                    name, tokens, target=target, tokenizer=tok, summarizer=summarizer
+                ),
+                tokenizer=tok,
+                ask=model_asker(summarizer) if summarizer is not None else None,
+                on_cell=lambda _c: bar.advance(task),
+            )
+        written = write_report(eval_report(result), report) if report else None
+        if json_out:
+            data = result.to_dict()
+            data["report"] = str(written) if written else None
+            typer.echo(json.dumps(data, indent=2))
+            return
+        print_eval(result)
+        if written:
+            out_console.print(f"report: [bold]{written}[/]")

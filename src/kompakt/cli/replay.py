@@ -1,0 +1,258 @@
+"""`kompakt replay`: what compaction would have done to a recorded run, turn by turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kompakt.cli.common import (
+    build_compactor,
+    count_tokens,
+    err_console,
+    load_tokenizer,
+    out_console,
+    read_conversation,
+    resolve_budget,
+)
+from kompakt.cli.errors import handled
+from kompakt.eval.compactors import DEFAULT_TARGET
+from kompakt.eval.replay import CompactorLike, ReplayEvent, ReplayResult, replay
+from kompakt.eval.report import replay_report
+from kompakt.messages import Message
+from kompakt.tokens import Tokenizer
+
+__all__ = ["print_replay", "replay_command", "run_replay", "write_report"]
+
+FileArg = Annotated[
+    str, typer.Argument(help="Transcript in any format kompakt reads, or - for stdin.")
+]
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--budget", "-b", help="Token budget: tokens (8000) or a fraction of the run (0.2)."
+    ),
+]
+StrategyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy",
+        "-s",
+        help="budgeted (default), digest, summarize, truncation, "
+        "window, first-last, collapse, remove-tools, clamp, supersede.",
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="TOML compaction setup (Compactor.from_config)."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Summarizer: extractive, local, openai:NAME, anthropic:NAME."
+    ),
+]
+TargetOpt = Annotated[
+    float, typer.Option("--target", help="Compact down to this fraction of the budget.")
+]
+TokenizerOpt = Annotated[
+    str,
+    typer.Option("--tokenizer", help="chars (default), chars:N, cl100k_base, or tokenizer.json."),
+]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Input format (default: detected): openai, anthropic, "
+        "jsonl, mini-swe-agent, swe-agent.",
+    ),
+]
+
+
+def _event_line(e: ReplayEvent) -> str:
+    what = []
+    if e.groups_dropped:
+        what.append(f"dropped {e.groups_dropped}")
+    if e.groups_collapsed:
+        what.append(f"collapsed {e.groups_collapsed}")
+    if e.groups_summarized:
+        what.append(f"summarized {e.groups_summarized}")
+    calls = f", {e.model_calls} model call(s)" if e.model_calls else ""
+    return (
+        f"[cyan]compaction[/] at message {e.position}: {e.tokens_before:,} → "
+        f"{e.tokens_after:,} tokens ({', '.join(what) or 'no group changed'} groups{calls}, "
+        f"{e.seconds * 1000:.1f} ms)"
+    )
+
+
+def run_replay(
+    messages: list[Message],
+    compactor: CompactorLike,
+    *,
+    tokenizer: Tokenizer,
+    source: str,
+    strategy: str,
+    budget: int | None,
+    progress: bool = True,
+    console: Console = err_console,
+) -> ReplayResult:
+    """Replay with a live progress bar (and one line per compaction) on `console`."""
+    if not progress:
+        return replay(
+            messages,
+            compactor,
+            tokenizer=tokenizer,
+            source=source,
+            strategy=strategy,
+            budget=budget,
+        )
+    columns = (
+        TextColumn("[bold]replaying[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("messages"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("replay", total=len(messages))
+        return replay(
+            messages,
+            compactor,
+            tokenizer=tokenizer,
+            source=source,
+            strategy=strategy,
+            budget=budget,
+            on_message=lambda done, _total: bar.update(task, completed=done),
+            on_event=lambda e: bar.console.print(_event_line(e), highlight=False),
+        )
+
+
+def print_replay(result: ReplayResult, console: Console = out_console) -> None:
+    """The end-of-replay summary: context sizes, events, what is still visible."""
+    head = Table(title=f"Replay of {result.source}", show_header=False, title_justify="left")
+    head.add_column("", style="bold")
+    head.add_column("")
+    head.add_row(
+        "strategy", f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}"
+    )
+    head.add_row("messages / model calls", f"{result.messages} / {len(result.steps)}")
+    head.add_row("peak context without", f"{result.peak_tokens_full:,} tokens")
+    head.add_row("peak context with", f"{result.peak_tokens_sent:,} tokens")
+    head.add_row("final context", f"{result.final_tokens:,} tokens")
+    head.add_row(
+        "compactions",
+        f"{len(result.events)} ({result.model_calls} model calls, "
+        f"{result.summarizer_tokens:,} summarizer tokens)",
+    )
+    head.add_row("replay time", f"{result.seconds:.2f} s")
+    console.print(head)
+    if result.events:
+        ev = Table(title="Compaction events", title_justify="left")
+        for col in (
+            "at msg",
+            "before",
+            "after",
+            "dropped",
+            "collapsed",
+            "summarized",
+            "model calls",
+            "ms",
+        ):
+            ev.add_column(col, justify="right")
+        shown = (
+            result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
+        )
+        for e in shown:
+            ev.add_row(
+                str(e.position),
+                f"{e.tokens_before:,}",
+                f"{e.tokens_after:,}",
+                str(e.groups_dropped),
+                str(e.groups_collapsed),
+                str(e.groups_summarized),
+                str(e.model_calls),
+                f"{e.seconds * 1000:.1f}",
+            )
+        console.print(ev)
+    art = Table(title="Still visible at the end", title_justify="left")
+    for col in ("kind", "visible", "recoverable by recall", "lost (examples)"):
+        art.add_column(col, justify="left" if col in ("kind", "lost (examples)") else "right")
+    for a in result.artifacts:
+        art.add_row(
+            a.kind,
+            f"{a.visible}/{a.total}",
+            str(a.recoverable),
+            "; ".join(x[:50] for x in a.lost[:2]) or "—",
+        )
+    console.print(art)
+
+
+def write_report(html: str, path: Path) -> Path:
+    """Write a report atomically; returns its absolute path."""
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def replay_command(
+    file: FileArg,
+    budget: BudgetOpt = None,
+    strategy: StrategyOpt = None,
+    config: ConfigOpt = None,
+    model: ModelOpt = None,
+    target: TargetOpt = DEFAULT_TARGET,
+    tokenizer: TokenizerOpt = "chars",
+    fmt: FormatOpt = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Replay a recorded run turn by turn through a compactor.
+
+    Shows the context per model call with and without compaction, every compaction
+    (what was dropped, collapsed, summarized; tokens; model calls; time) and what is
+    still visible at the end (paths, commands, errors, identifiers).
+
+    Example: kompakt replay run.traj.json --budget 0.2 --strategy digest --report out.html
+    """
+    with handled():
+        tok = load_tokenizer(tokenizer)
+        conv = read_conversation(file, fmt)
+        messages = list(conv)
+        tokens = resolve_budget(budget, count_tokens(messages, tok))
+        compactor = build_compactor(
+            strategy=strategy,
+            config=config,
+            budget=tokens,
+            target=target,
+            model=model,
+            tokenizer=tok,
+        )
+        result = run_replay(
+            messages,
+            compactor,
+            tokenizer=tok,
+            source=file,
+            budget=tokens,
+            strategy=strategy or ("config" if config else "budgeted"),
+            progress=not json_out,
+        )
+        written = write_report(replay_report(result), report) if report else None
+        if json_out:
+            data: dict[str, Any] = result.to_dict()
+            data["report"] = str(written) if written else None
+            typer.echo(json.dumps(data, indent=2))
+            return
+        print_replay(result)
+        if written:
+            out_console.print(f"report: [bold]{written}[/]")

@@ -1,0 +1,362 @@
+"""Replay a recorded run through a compactor, as the agent would have experienced it.
+
+The recorded messages are appended one at a time. Each time the agent would have
+called its model (before every recorded assistant message, and once at the end) the
+compactor is asked whether to compact; the context sent with and without compaction
+is recorded for that step, and every compaction is recorded as a `ReplayEvent`: what
+it dropped, collapsed or summarized, the tokens before and after, model calls, time.
+At the end the run's artifacts (paths, commands, errors, identifiers) are checked:
+which are still visible, and which only recall over the originals would bring back.
+
+>>> from kompakt.messages import Message
+>>> from kompakt.triggers import TokensExceed
+>>> class DropOldest:  # the smallest thing with check() and compact()
+...     def __init__(self): self.view = None
+...     def check(self, m): return m.total_tokens > 40
+...     def compact(self, index):
+...         from kompakt.view import View
+...         self.view = self.view or View(index)
+...         for g in list(self.view.candidates(min_preserved=2)):
+...             if self.view.total_tokens <= 30: break
+...             self.view.drop(g)
+...         return self.view, None
+>>> run = [Message.user("task")] + [Message.assistant("x" * 40) for _ in range(6)]
+>>> result = replay(run, DropOldest())
+>>> result.peak_tokens_full > 40 >= result.steps[-1].tokens_sent
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from kompakt.eval.probes import (
+    ARTIFACT_KINDS,
+    Artifact,
+    Needle,
+    extract_artifacts,
+    normalize,
+    visible_text,
+)
+from kompakt.index import MessageIndex
+from kompakt.messages import Message
+from kompakt.tokens import Tokenizer
+from kompakt.view import View
+
+__all__ = [
+    "ArtifactTally",
+    "CompactorLike",
+    "NeedleResult",
+    "ReplayEvent",
+    "ReplayResult",
+    "ReplayStep",
+    "replay",
+]
+
+
+class CompactorLike(Protocol):
+    """What replay needs of a compactor (`kompakt.Compactor` is one)."""
+
+    def check(self, source: MessageIndex | View) -> bool: ...
+
+    def compact(self, index: MessageIndex) -> tuple[View, Any]: ...
+
+
+@dataclass
+class ReplayStep:
+    """The context at one model call of the recorded run."""
+
+    step: int
+    position: int
+    """How many recorded messages had arrived."""
+    turn: int
+    tokens_full: int
+    """What the uncompacted history costs."""
+    tokens_sent: int
+    """What the compacted context costs."""
+    messages_full: int
+    messages_sent: int
+    compacted: bool = False
+    """A compaction ran before this call."""
+
+
+@dataclass
+class ReplayEvent:
+    """One compaction during the replay."""
+
+    step: int
+    position: int
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    seconds: float
+    groups_dropped: int = 0
+    """Groups newly sent as nothing."""
+    groups_collapsed: int = 0
+    """Groups newly stood in for by a short note (collapsed, clamped, superseded)."""
+    groups_summarized: int = 0
+    """Groups newly covered by a summary or facts message."""
+    model_calls: int = 0
+    model_input_tokens: int = 0
+    model_output_tokens: int = 0
+    strategies: list[str] = field(default_factory=list)
+    """Strategies that changed something, in order."""
+    fallbacks: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class ArtifactTally:
+    """Artifacts of one kind: how many exist, are visible, are recoverable by recall."""
+
+    kind: str
+    total: int
+    visible: int
+    recoverable: int
+    """Not visible, but present in the originals (the store keeps them; recall finds them)."""
+    lost: list[str] = field(default_factory=list)
+    """A few of the artifacts no longer visible."""
+
+    @property
+    def rate(self) -> float:
+        """Share still visible (1.0 when there are none)."""
+        return self.visible / self.total if self.total else 1.0
+
+
+@dataclass
+class NeedleResult:
+    """A planted fact and whether it is still visible (and answered, with a model)."""
+
+    kind: str
+    value: str
+    position: int
+    visible: bool
+    answered: bool | None = None
+
+
+@dataclass
+class ReplayResult:
+    """Everything a replay measured; `to_dict()` is what `--json` prints."""
+
+    source: str
+    strategy: str
+    budget: int | None
+    tokenizer: str
+    messages: int
+    steps: list[ReplayStep]
+    events: list[ReplayEvent]
+    artifacts: list[ArtifactTally]
+    needles: list[NeedleResult] = field(default_factory=list)
+    seconds: float = 0.0
+    final_messages: list[Message] = field(default_factory=list, repr=False)
+
+    @property
+    def peak_tokens_full(self) -> int:
+        return max((s.tokens_full for s in self.steps), default=0)
+
+    @property
+    def peak_tokens_sent(self) -> int:
+        return max((s.tokens_sent for s in self.steps), default=0)
+
+    @property
+    def final_tokens(self) -> int:
+        return self.steps[-1].tokens_sent if self.steps else 0
+
+    @property
+    def model_calls(self) -> int:
+        return sum(e.model_calls for e in self.events)
+
+    @property
+    def summarizer_tokens(self) -> int:
+        return sum(e.model_input_tokens + e.model_output_tokens for e in self.events)
+
+    @property
+    def tokens_saved(self) -> int:
+        """Tokens not sent, summed over every model call of the run."""
+        return sum(s.tokens_full - s.tokens_sent for s in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("final_messages", "artifacts")}
+        out["artifacts"] = [{**asdict(a), "rate": round(a.rate, 4)} for a in self.artifacts]
+        out["summary"] = {
+            "peak_tokens_full": self.peak_tokens_full,
+            "peak_tokens_sent": self.peak_tokens_sent,
+            "final_tokens": self.final_tokens,
+            "compactions": len(self.events),
+            "model_calls": self.model_calls,
+            "summarizer_tokens": self.summarizer_tokens,
+            "tokens_saved": self.tokens_saved,
+        }
+        return out
+
+
+_NOTE_KINDS = ("collapsed", "clamped", "superseded", "omitted")
+
+
+def _group_states(view: View | None, count: int) -> list[str]:
+    """Per group: 'original', 'dropped', 'note' or 'summary'."""
+    out: list[str] = []
+    for g in range(count):
+        r = view.replacement(g) if view is not None else None
+        if r is None:
+            out.append("original")
+        elif not r:
+            out.append("dropped")
+        elif any(m.synthetic in ("summary", "facts") for m in r):
+            out.append("summary")
+        else:
+            out.append("note")
+    return out
+
+
+def _covered_by_summary(view: View) -> set[str]:
+    return {i for m in view.synthetic() if m.synthetic in ("summary", "facts") for i in m.covers}
+
+
+def _event(
+    step: int, index: MessageIndex, before: View | None, after: View, raw: Any, seconds: float
+) -> ReplayEvent:
+    count = index.group_count
+    old = _group_states(before, count)
+    new = _group_states(after, count)
+    summarized = _covered_by_summary(after)
+    dropped = collapsed = summ = 0
+    for g, (a, b) in enumerate(zip(old, new, strict=True)):
+        if a == b:
+            continue
+        ids = {m.id for m in index.group_messages(g)}
+        if b == "summary" or (b == "dropped" and ids & summarized):
+            summ += 1
+        elif b == "dropped":
+            dropped += 1
+        elif b == "note":
+            collapsed += 1
+    ev = ReplayEvent(
+        step=step,
+        position=index.message_count,
+        tokens_before=before.total_tokens if before is not None else index.total_tokens,
+        tokens_after=after.total_tokens,
+        messages_before=before.message_count if before is not None else index.message_count,
+        messages_after=after.message_count,
+        seconds=seconds,
+        groups_dropped=dropped,
+        groups_collapsed=collapsed,
+        groups_summarized=summ,
+    )
+    _copy_event_counts(ev, raw)
+    return ev
+
+
+def _copy_event_counts(ev: ReplayEvent, raw: Any) -> None:
+    """Read model calls, strategies and fallbacks off a `CompactionEvent` if given."""
+    if raw is None:
+        return
+    steps = list(getattr(raw, "steps", []) or [])
+    ev.strategies = [s.strategy for s in steps if getattr(s, "changed", False)]
+    ev.fallbacks = [f"{s.strategy}: {s.fallback}" for s in steps if getattr(s, "fallback", None)]
+    ev.model_calls = sum(int(getattr(s, "model_calls", 0)) for s in steps)
+    ev.model_input_tokens = sum(int(getattr(s, "model_input_tokens", 0)) for s in steps)
+    ev.model_output_tokens = sum(int(getattr(s, "model_output_tokens", 0)) for s in steps)
+    if not steps:
+        ev.model_calls = int(getattr(raw, "model_calls", 0) or 0)
+    ev.reason = str(getattr(raw, "trigger_reason", "") or getattr(raw, "reason", "") or "")
+
+
+def tally_artifacts(
+    artifacts: Sequence[Artifact], visible: str, original: str, *, examples: int = 5
+) -> list[ArtifactTally]:
+    """Count, per kind, which artifacts appear in `visible` and which only in `original`."""
+    out: list[ArtifactTally] = []
+    for kind in ARTIFACT_KINDS:
+        mine = [a for a in artifacts if a.kind == kind]
+        seen = [a for a in mine if a.key in visible]
+        lost = [a for a in mine if a.key not in visible]
+        back = [a for a in lost if a.key in original]
+        out.append(
+            ArtifactTally(kind, len(mine), len(seen), len(back), [a.text for a in lost[:examples]])
+        )
+    return out
+
+
+def replay(
+    messages: Sequence[Message],
+    compactor: CompactorLike,
+    *,
+    tokenizer: Tokenizer | None = None,
+    source: str = "<messages>",
+    strategy: str = "",
+    budget: int | None = None,
+    needles: Sequence[Needle] = (),
+    on_message: Callable[[int, int], None] | None = None,
+    on_event: Callable[[ReplayEvent], None] | None = None,
+) -> ReplayResult:
+    """Replay `messages` through `compactor`, one recorded model call at a time.
+
+    `on_message(done, total)` is called after each message (for a progress bar),
+    `on_event(event)` after each compaction. Needles planted in `messages` (see
+    `plant_needles`) are checked against the final context.
+    """
+    t0 = time.perf_counter()
+    index = MessageIndex(tokenizer=tokenizer)
+    view: View | None = None
+    steps: list[ReplayStep] = []
+    events: list[ReplayEvent] = []
+    total = len(messages)
+
+    def model_call() -> None:
+        nonlocal view
+        compacted = False
+        if index.message_count and compactor.check(view if view is not None else index):
+            before = view.copy() if view is not None else None
+            tc = time.perf_counter()
+            view, raw = compactor.compact(index)
+            ev = _event(len(steps), index, before, view, raw, time.perf_counter() - tc)
+            events.append(ev)
+            compacted = True
+            if on_event is not None:
+                on_event(ev)
+        sent = view if view is not None else index
+        steps.append(
+            ReplayStep(
+                step=len(steps),
+                position=index.message_count,
+                turn=index.turn_count,
+                tokens_full=index.total_tokens,
+                tokens_sent=sent.total_tokens,
+                messages_full=index.message_count,
+                messages_sent=sent.message_count,
+                compacted=compacted,
+            )
+        )
+
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and index.message_count:
+            model_call()
+        index.append(m)
+        if on_message is not None:
+            on_message(i + 1, total)
+    model_call()
+    final = view.render() if view is not None else list(index.messages)
+    shown = visible_text(final)
+    original = visible_text(index.messages)
+    artifacts = extract_artifacts(index.messages)
+    return ReplayResult(
+        source=source,
+        strategy=strategy,
+        budget=budget,
+        tokenizer=repr(index.tokenizer),
+        messages=total,
+        steps=steps,
+        events=events,
+        artifacts=tally_artifacts(artifacts, shown, original),
+        needles=[
+            NeedleResult(n.kind, n.value, n.position, normalize(n.value) in shown) for n in needles
+        ],
+        seconds=time.perf_counter() - t0,
+        final_messages=final,
+    )

@@ -1,0 +1,264 @@
+"""Retention benchmark: strategies side by side, at several budgets, on recorded runs.
+
+Each run gets the same planted needles (values, constraints, decisions at known
+positions) and is replayed through one compactor per (strategy, budget). What is
+measured at the end: the share of needles and of the run's own artifacts (paths,
+commands, errors, identifiers) still visible, tokens kept, model calls and the
+summarizer tokens spent. With a model, each needle is also asked as a question.
+
+>>> [b.label for b in parse_budgets("0.5,20%,8000")]
+['50%', '20%', '8000']
+>>> parse_budgets("0.2")[0].resolve(10_000)
+2000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kompakt.errors import ConfigError, KompaktError
+from kompakt.eval.probes import ARTIFACT_KINDS, NEEDLE_KINDS, Needle, plant_needles
+from kompakt.eval.replay import CompactorLike, ReplayResult, replay
+from kompakt.index import MessageIndex
+from kompakt.messages import Message
+from kompakt.tokens import Tokenizer
+
+__all__ = [
+    "KINDS",
+    "Budget",
+    "EvalCell",
+    "EvalResult",
+    "EvalRow",
+    "evaluate",
+    "parse_budgets",
+]
+
+KINDS: tuple[str, ...] = (*NEEDLE_KINDS, *ARTIFACT_KINDS)
+"""Every kind a survival rate is reported for: needles first, then artifacts."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A token budget: absolute (`tokens`) or a fraction of each run's tokens."""
+
+    label: str
+    fraction: float | None = None
+    tokens: int | None = None
+
+    def resolve(self, total_tokens: int) -> int:
+        """The budget in tokens for a run of `total_tokens`."""
+        if self.tokens is not None:
+            return self.tokens
+        return max(1, int(total_tokens * (self.fraction or 1.0)))
+
+
+def parse_budgets(text: str) -> list[Budget]:
+    """Parse ``"0.5,0.2"`` (fractions), ``"20%"`` or ``"8000"`` (tokens), comma-separated."""
+    out: list[Budget] = []
+    for raw in (p.strip() for p in str(text).split(",")):
+        if not raw:
+            continue
+        try:
+            if raw.endswith("%"):
+                value = float(raw[:-1]) / 100
+                is_fraction = True
+            else:
+                value = float(raw)
+                is_fraction = (value <= 1 and "." in raw) or value < 1
+        except ValueError:
+            raise ConfigError(
+                f"--budget: expected tokens (8000) or a fraction (0.2, 20%), got {raw!r}"
+            ) from None
+        if value <= 0:
+            raise ConfigError(f"--budget must be > 0, got {raw!r}")
+        if is_fraction:
+            if value > 1:
+                raise ConfigError(f"--budget fraction must be at most 100%, got {raw!r}")
+            out.append(Budget(f"{value * 100:g}%", fraction=value))
+        else:
+            out.append(Budget(f"{int(value)}", tokens=int(value)))
+    if not out:
+        raise ConfigError("--budget: give at least one budget, for example 8000 or 0.2")
+    return out
+
+
+@dataclass
+class EvalCell:
+    """One (file, strategy, budget) replay."""
+
+    file: str
+    strategy: str
+    budget: str
+    budget_tokens: int
+    total_tokens: int
+    result: ReplayResult | None = None
+    error: str | None = None
+    answered: dict[str, bool] = field(default_factory=dict)
+    """Needle value -> the model answered it right (only with a model)."""
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per kind: (visible, total)."""
+        out: dict[str, tuple[int, int]] = {k: (0, 0) for k in KINDS}
+        if self.result is None:
+            return out
+        for n in self.result.needles:
+            v, t = out[n.kind]
+            out[n.kind] = (v + int(n.visible), t + 1)
+        for a in self.result.artifacts:
+            out[a.kind] = (a.visible, a.total)
+        return out
+
+
+@dataclass
+class EvalRow:
+    """Pooled results of one strategy at one budget over every file."""
+
+    strategy: str
+    budget: str
+    survival: dict[str, float | None]
+    """Per kind: share visible at the end (None when no file had that kind)."""
+    tokens_kept: float
+    """Final context over full history, averaged over files."""
+    peak_sent: int
+    model_calls: int
+    summarizer_tokens: int
+    compactions: int
+    seconds: float
+    errors: int
+    answered: float | None = None
+
+    @property
+    def needle_rate(self) -> float | None:
+        return _mean([self.survival[k] for k in NEEDLE_KINDS])
+
+    @property
+    def artifact_rate(self) -> float | None:
+        return _mean([self.survival[k] for k in ARTIFACT_KINDS])
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    real = [v for v in values if v is not None]
+    return sum(real) / len(real) if real else None
+
+
+@dataclass
+class EvalResult:
+    """Every cell of a retention benchmark and the pooled rows."""
+
+    files: list[str]
+    strategies: list[str]
+    budgets: list[str]
+    cells: list[EvalCell]
+
+    def rows(self) -> list[EvalRow]:
+        """One row per (strategy, budget), in the order given."""
+        return [self.row(s, b) for b in self.budgets for s in self.strategies]
+
+    def row(self, strategy: str, budget: str) -> EvalRow:
+        cells = [c for c in self.cells if c.strategy == strategy and c.budget == budget]
+        ok = [c for c in cells if c.result is not None]
+        survival: dict[str, float | None] = {}
+        for kind in KINDS:
+            visible = sum(c.counts()[kind][0] for c in ok)
+            total = sum(c.counts()[kind][1] for c in ok)
+            survival[kind] = visible / total if total else None
+        answers = [v for c in ok for v in c.answered.values()]
+        return EvalRow(
+            strategy=strategy,
+            budget=budget,
+            survival=survival,
+            tokens_kept=_mean(
+                [c.result.final_tokens / max(1, c.total_tokens) for c in ok if c.result]
+            )
+            or 0.0,
+            peak_sent=max((c.result.peak_tokens_sent for c in ok if c.result), default=0),
+            model_calls=sum(c.result.model_calls for c in ok if c.result),
+            summarizer_tokens=sum(c.result.summarizer_tokens for c in ok if c.result),
+            compactions=sum(len(c.result.events) for c in ok if c.result),
+            seconds=sum(c.result.seconds for c in ok if c.result),
+            errors=len(cells) - len(ok),
+            answered=sum(answers) / len(answers) if answers else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON: the pooled rows and each cell's headline numbers."""
+        return {
+            "files": self.files,
+            "strategies": self.strategies,
+            "budgets": self.budgets,
+            "rows": [
+                {
+                    **{k: v for k, v in vars(r).items()},
+                    "needle_rate": r.needle_rate,
+                    "artifact_rate": r.artifact_rate,
+                }
+                for r in self.rows()
+            ],
+            "cells": [
+                {
+                    "file": c.file,
+                    "strategy": c.strategy,
+                    "budget": c.budget,
+                    "budget_tokens": c.budget_tokens,
+                    "total_tokens": c.total_tokens,
+                    "error": c.error,
+                    "final_tokens": c.result.final_tokens if c.result else None,
+                    "counts": {k: list(v) for k, v in c.counts().items()},
+                    "answered": c.answered,
+                }
+                for c in self.cells
+            ],
+        }
+
+
+CompactorFactory = Callable[[str, int], CompactorLike]
+"""(strategy name, budget in tokens) -> a fresh compactor."""
+Asker = Callable[[Sequence[Message], Needle], bool]
+"""(final context, needle) -> the model answered the needle's question right."""
+
+
+def evaluate(
+    runs: Sequence[tuple[str, Sequence[Message]]],
+    strategies: Sequence[str],
+    budgets: Sequence[Budget],
+    factory: CompactorFactory,
+    *,
+    tokenizer: Tokenizer | None = None,
+    ask: Asker | None = None,
+    on_cell: Callable[[EvalCell], None] | None = None,
+) -> EvalResult:
+    """Replay every run under every (strategy, budget); errors are recorded per cell."""
+    cells: list[EvalCell] = []
+    for name, messages in runs:
+        planted, needles = plant_needles(messages, seed=name)
+        total = MessageIndex(planted, tokenizer=tokenizer).total_tokens
+        for budget in budgets:
+            tokens = budget.resolve(total)
+            for strategy in strategies:
+                cell = EvalCell(name, strategy, budget.label, tokens, total)
+                try:
+                    cell.result = replay(
+                        planted,
+                        factory(strategy, tokens),
+                        tokenizer=tokenizer,
+                        source=name,
+                        strategy=strategy,
+                        budget=tokens,
+                        needles=needles,
+                    )
+                    if ask is not None:
+                        final = cell.result.final_messages
+                        cell.answered = {n.value: ask(final, n) for n in needles}
+                except KompaktError as exc:
+                    cell.error = f"{type(exc).__name__}: {exc}"
+                cells.append(cell)
+                if on_cell is not None:
+                    on_cell(cell)
+    return EvalResult(
+        files=[n for n, _ in runs],
+        strategies=list(strategies),
+        budgets=[b.label for b in budgets],
+        cells=cells,
+    )
