@@ -471,6 +471,9 @@ def _read(
 
 def _like(conv: Any, out: list[Message]) -> Any:
     """`out` as a Conversation carrying `conv`'s format and envelope."""
+    with_messages = getattr(conv, "with_messages", None)
+    if with_messages is not None:
+        return with_messages(out)
     new = copy.copy(conv)
     new[:] = out
     return new

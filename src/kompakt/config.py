@@ -120,7 +120,7 @@ def strategy_from_name(name: str, **options: Any) -> Any:
         options["trigger"] = trigger_from_table(options["trigger"], where=f"{key}.trigger")
     if isinstance(options.get("target"), Mapping):
         options["target"] = target_from_table(options["target"], where=f"{key}.target")
-    if "strategies" in options:
+    if options.get("strategies") is not None:
         options["strategies"] = [strategy_from_spec(s) for s in options["strategies"]]
     try:
         return cls(**options)

@@ -1,0 +1,278 @@
+"""Compactor, CompactionEvent, config, registry and apply_compaction."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import check_view, validity
+from kompakt.compactor import (
+    STRATEGY_NAMES,
+    CompactionEvent,
+    Compactor,
+    apply_compaction,
+    apply_compaction_async,
+    as_history_processor,
+    strategy_from_name,
+)
+from kompakt.errors import BudgetImpossible, ConfigError
+from kompakt.index import MessageIndex
+from kompakt.messages import Message, ToolCall
+from kompakt.strategies import (
+    BaseStrategy,
+    Budgeted,
+    CollapseToolResults,
+    CompactionContext,
+    Pipeline,
+    Truncation,
+)
+from kompakt.tokens import CharEstimator
+from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.view import View
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def turn(i: int, size: int = 2_000) -> list[Message]:
+    cid = f"c{i}"
+    return [
+        Message.user(f"question {i}"),
+        Message.assistant(tool_calls=[ToolCall(id=cid, name="bash", arguments='{"cmd": "ls"}')]),
+        Message.tool(f"out {i}\n" + "y" * size, tool_call_id=cid),
+        Message.assistant(f"answer {i}"),
+    ]
+
+
+def history(turns: int, size: int = 2_000) -> MessageIndex:
+    idx = MessageIndex([Message.system("sys")], tokenizer=CharEstimator())
+    for i in range(turns):
+        idx.extend(turn(i, size))
+    return idx
+
+
+def test_hysteresis_and_persistent_view() -> None:
+    idx = history(20)
+    c = Compactor(TokensExceed(8_000), Truncation(), TokensBelow(5_000))
+    assert c.check(idx)
+    view, event = c.compact(idx)
+    assert view is c.view and view.total_tokens <= 5_000 and not c.check(idx)
+    assert event.changed and event.tokens_before == idx.total_tokens
+    assert event.tokens_after == view.total_tokens and event.messages_after == len(view.render())
+    assert "Truncation" in event.summary() and event.reason.endswith("fired")
+    dropped = set(view.dropped_ids())
+    # new messages appear included; the next compaction builds on the first
+    idx.extend(turn(100))
+    assert c.view is view and view.render()[-1].text == "answer 100"
+    while not c.check(idx):
+        idx.extend(turn(len(idx)))
+    view2, event2 = c.compact(idx)
+    assert dropped <= view2.dropped_ids()
+    assert event2.tokens_before < idx.total_tokens  # started from the compacted view
+    check_view(view2, validity(list(idx.messages)), 5_000)
+
+
+def test_compact_is_a_noop_when_quiet_unless_forced() -> None:
+    idx = history(2)
+    c = Compactor(TokensExceed(10**9), Truncation(min_preserved=1), TokensBelow(500))
+    view, event = c.compact(idx)
+    assert not event.changed and "did not fire" in event.reason
+    assert event.summary().startswith("no compaction")
+    view, event = c.compact(idx, force=True)
+    assert event.changed and event.reason == "forced"
+
+
+def test_failed_compaction_leaves_view_untouched() -> None:
+    idx = MessageIndex([Message.system("s" * 4_000), Message.user("q")])
+    c = Compactor(strategy=Budgeted(100))
+    with pytest.raises(BudgetImpossible):
+        c.compact(idx)
+    assert c.view is not None and not c.view.changed
+
+
+def test_default_trigger_from_budgeted_and_min_preserved_override() -> None:
+    c = Compactor(strategy=Budgeted(3_000), min_preserved=5)
+    assert c.trigger == TokensExceed(3_000)
+    assert c.strategy.min_preserved == 5
+    assert all(getattr(s, "min_preserved", 5) == 5 for s in c.strategy.strategies)
+    idx = history(10)
+    view, _ = c.compact(idx)
+    assert view.total_tokens <= 3_000
+
+
+class AsyncDrop(BaseStrategy):
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        await asyncio.sleep(0)
+        changed = False
+        for g in view.candidates(2):
+            if context.done():
+                break
+            view.drop(g)
+            context.note(model_calls=1, model_input_tokens=10)
+            changed = True
+        return changed
+
+
+def test_compact_async_counts_model_calls() -> None:
+    idx = history(10)
+    c = Compactor(TokensExceed(5_000), AsyncDrop())
+    view, event = asyncio.run(c.compact_async(idx))
+    assert view.total_tokens <= 5_000
+    assert event.model_calls > 0 and event.model_input_tokens == 10 * event.model_calls
+    assert f"{event.model_calls} model call(s)" in event.summary()
+
+
+def test_check_and_append_are_constant_time() -> None:
+    idx = history(2_500, size=200)  # 10k messages
+    c = Compactor(TokensExceed(10**9), Truncation())
+    c.check(idx)
+    times = []
+    for i in range(200):
+        t0 = time.perf_counter()
+        idx.append(Message.user(f"more {i}"))
+        c.check(idx)
+        times.append(time.perf_counter() - t0)
+    assert statistics.median(times) < 200e-6, statistics.median(times)
+
+
+def test_cold_budgeted_compaction_of_3k_messages_is_fast() -> None:
+    msgs = list(history(750, size=3_000).messages)  # 3k messages
+    t0 = time.perf_counter()
+    out = apply_compaction(msgs, Budgeted(80_000), tokenizer=CharEstimator())
+    assert time.perf_counter() - t0 < 2.0  # typically ~0.1 s, CharEstimator counts included
+    assert sum(CharEstimator().count_message(m) for m in out) <= 80_000
+
+
+# -- config and registry ---------------------------------------------------------------
+
+
+CONFIG = """
+min_preserved = 3
+[trigger]
+tokens = 100000
+[target]
+tokens = 60000
+[[strategy]]
+name = "collapse_tool_results"
+keep_last = 3
+[[strategy]]
+name = "truncation"
+trigger = { tokens = 90000 }
+"""
+
+
+def test_from_config_toml_text_file_and_dict(tmp_path: Path) -> None:
+    f = tmp_path / "kompakt.toml"
+    f.write_text(CONFIG)
+    for source in (CONFIG, f, str(f)):
+        c = Compactor.from_config(source)
+        assert c.trigger == TokensExceed(100_000) and c.target == TokensBelow(60_000)
+        assert isinstance(c.strategy, Pipeline)
+        collapse, trunc = c.strategy.strategies
+        assert isinstance(collapse, CollapseToolResults) and collapse.keep_last == 3
+        assert trunc.trigger == TokensExceed(90_000) and trunc.min_preserved == 3
+
+
+def test_from_config_budget() -> None:
+    c = Compactor.from_config({"budget": 8_000, "strategy": [{"name": "truncation"}]})
+    assert isinstance(c.strategy, Budgeted) and c.trigger == TokensExceed(8_000)
+    assert isinstance(Compactor.from_config({"budget": {"tokens": 10}}).strategy, Budgeted)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"strategy": [{"name": "nope"}]}, "unknown strategy 'nope'"),
+        ({"strategy": [{"name": "truncation", "keep": 1}]}, "bad options for strategy"),
+        ({"trigger": {"tokenz": 1}, "budget": 5}, "unknown key"),
+        ({"budgett": 5}, "unknown key"),
+        ({}, "needs a `\\[\\[strategy\\]\\]`"),
+        ("[trigger\n", "not valid TOML"),
+        ("missing.toml", "not found"),
+    ],
+)
+def test_config_errors_say_what_to_fix(config: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Compactor.from_config(config)  # type: ignore[arg-type]
+
+
+def test_every_model_free_name_builds() -> None:
+    needs = {"sliding_window": {"keep_last_turns": 2}, "budgeted": {"token_budget": 10},
+             "pipeline": {"strategies": ["truncation"]}}  # fmt: skip
+    model_free = ["truncation", "sliding_window", "keep_first_and_last", "collapse_tool_results",
+                  "remove_tool_calls", "clamp_oversized", "supersede_reads", "pipeline", "budgeted"]  # fmt: skip
+    assert set(model_free) <= set(STRATEGY_NAMES)
+    for name in model_free:
+        s = strategy_from_name(name, **needs.get(name, {}))
+        assert hasattr(s, "apply")
+    assert isinstance(strategy_from_name("CollapseToolResults"), CollapseToolResults)
+
+
+# -- apply_compaction: the format in is the format out -----------------------------------
+
+
+def openai_dicts() -> list[dict[str, object]]:
+    out: list[dict[str, object]] = [{"role": "system", "content": "sys"}]
+    for i in range(10):
+        out += [
+            {"role": "user", "content": f"q{i}"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": "bash", "arguments": f'{{"cmd": "ls {i}"}}'}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "z" * 2_000},
+        ]  # fmt: skip
+    return out
+
+
+def test_openai_dicts_in_openai_dicts_out() -> None:
+    dicts = openai_dicts()
+    before = copy.deepcopy(dicts)
+    out = apply_compaction(dicts, Budgeted(1_500), tokenizer=CharEstimator())
+    assert dicts == before  # the input is not mutated
+    assert isinstance(out, list) and all(isinstance(d, dict) for d in out)
+    assert out[0] == {"role": "system", "content": "sys"} and out[-1] == dicts[-1]
+    assert len(out) < len(dicts)
+
+
+def test_anthropic_in_anthropic_out() -> None:
+    doc = {"system": "sys", "messages": [{"role": "user", "content": "q" * 4_000},
+                                         {"role": "assistant", "content": "a"},
+                                         {"role": "user", "content": "last"}]}  # fmt: skip
+    out = apply_compaction(doc, Truncation(min_preserved=1), format="anthropic")
+    assert out["system"] == "sys" and out["messages"][-1]["content"] == "last"
+
+
+def test_messages_in_messages_out_and_processor() -> None:
+    msgs = [Message.user("a" * 1_000), Message.assistant("b"), Message.user("c")]
+    out = apply_compaction(msgs, "truncation")
+    assert all(isinstance(m, Message) for m in out)
+    process = as_history_processor(Truncation(min_preserved=1))
+    assert [m.text for m in process(msgs)][-1] == "c"
+
+
+def test_async_apply_compaction() -> None:
+    out = asyncio.run(apply_compaction_async(openai_dicts(), Budgeted(1_500, [AsyncDrop()])))
+    assert isinstance(out[0], dict)
+
+
+def test_trajectory_document_round_trips_compacted() -> None:
+    path = DATA / "mini-swe-agent" / "django__django-11797.traj.json"
+    if not path.exists():
+        pytest.skip("transcripts not present")
+    doc = json.loads(path.read_text())
+    out = apply_compaction(doc, Budgeted(10_000))
+    assert set(out) == set(doc) and out["info"] == doc["info"]
+    assert 2 < len(out["messages"]) < len(doc["messages"])
+
+
+def test_event_summary_lists_fallbacks() -> None:
+    idx = history(10)
+    _, event = Compactor(strategy=Budgeted(2_000, [CollapseToolResults(keep_last=5)])).compact(idx)
+    assert isinstance(event, CompactionEvent)
+    assert event.fallbacks == ["Truncation: chain did not reach the budget"]
+    assert "fallback: Truncation" in event.summary()

@@ -1,0 +1,306 @@
+"""Each model-free strategy does what its docstring says, on hand-built conversations."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import check_view, validity
+from kompakt.errors import BudgetImpossible, ConfigError
+from kompakt.index import MessageIndex
+from kompakt.messages import Message, ToolCall
+from kompakt.strategies import (
+    BaseStrategy,
+    Budgeted,
+    ClampOversized,
+    CollapseToolResults,
+    CompactionContext,
+    KeepFirstAndLast,
+    Pipeline,
+    RemoveToolCalls,
+    SlidingWindow,
+    SupersedeReads,
+    Truncation,
+)
+from kompakt.strategies._common import run_strategy_sync
+from kompakt.tokens import CharEstimator
+from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.view import View
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def call(cid: str, name: str = "read_file", **args: object) -> Message:
+    return Message.assistant(
+        tool_calls=[ToolCall(id=cid, name=name, arguments=json.dumps(args or {"path": "a.py"}))]
+    )
+
+
+def result(cid: str, text: str) -> Message:
+    return Message.tool(text, tool_call_id=cid)
+
+
+def big(n: int, tag: str = "x") -> str:
+    return "\n".join(f"{tag} line {i} of output" for i in range(n))
+
+
+def agent_run(groups: int = 8, size: int = 200) -> list[Message]:
+    msgs = [Message.system("you are an agent"), Message.user("fix the bug in a.py")]
+    for i in range(groups):
+        msgs += [call(f"c{i}", "bash", command=f"step {i}"), result(f"c{i}", big(size, f"r{i}"))]
+    msgs.append(Message.assistant("done"))
+    return msgs
+
+
+def apply(strategy: object, messages: list[Message], target: object = None) -> View:
+    view = View(MessageIndex(messages, tokenizer=CharEstimator()))
+    ctx = CompactionContext(view) if target is None else CompactionContext(view, target=target)  # type: ignore[arg-type]
+    run_strategy_sync(strategy, view, ctx)  # type: ignore[arg-type]
+    check_view(view, validity(messages))
+    return view
+
+
+# -- truncation and windows -------------------------------------------------------------
+
+
+def test_truncation_stops_at_target_and_keeps_newest() -> None:
+    msgs = agent_run()
+    view = apply(Truncation(), msgs, target=TokensBelow(2_000))
+    assert view.total_tokens <= 2_000
+    out = view.render()
+    assert out[0].role == "system" and out[1].text == "fix the bug in a.py"
+    assert out[-1].text == "done"
+    before = View(MessageIndex(msgs, tokenizer=CharEstimator())).total_tokens
+    assert view.total_tokens > 2_000 - before // 8  # stopped as soon as the target held
+
+
+def test_truncation_without_target_drops_all_it_may() -> None:
+    view = apply(Truncation(min_preserved=1), agent_run())
+    assert [m.text for m in view.render()] == ["you are an agent", "fix the bug in a.py", "done"]
+
+
+def test_truncation_own_trigger_is_its_stop() -> None:
+    msgs = agent_run()
+    view = apply(Truncation(trigger=TokensExceed(3_000)), msgs)
+    assert view.total_tokens <= 3_000
+    view = apply(Truncation(trigger=TokensExceed(10**9)), msgs)
+    assert not view.changed
+
+
+def test_sliding_window_drops_whole_turns() -> None:
+    msgs = [Message.system("s")]
+    for t in range(5):
+        msgs += [
+            Message.user(f"q{t}"),
+            call(f"c{t}"),
+            result(f"c{t}", "r"),
+            Message.assistant(f"a{t}"),
+        ]
+    view = apply(SlidingWindow(keep_last_turns=2), msgs)
+    texts = [m.text for m in view.render()]
+    assert texts[:2] == ["s", "q3"] and texts[-1] == "a4"
+    assert view.turn_count == 2
+
+
+def test_sliding_window_groups() -> None:
+    msgs = [Message.user(f"q{i}") if i % 2 == 0 else Message.assistant(f"a{i}") for i in range(10)]
+    view = apply(SlidingWindow(keep_last_groups=3), msgs)
+    assert [m.text for m in view.render() if not m.synthetic] == ["q6", "a7", "q8", "a9"][-3:]
+
+
+@pytest.mark.parametrize("kw", [{}, {"keep_last_turns": 1, "keep_last_groups": 1}])
+def test_sliding_window_needs_one_limit(kw: dict[str, int]) -> None:
+    with pytest.raises(ConfigError, match="exactly one"):
+        SlidingWindow(**kw)
+
+
+def test_keep_first_and_last_keeps_the_task() -> None:
+    view = apply(KeepFirstAndLast(keep_last=2), agent_run())
+    out = view.render()
+    assert out[1].text == "fix the bug in a.py"
+    assert len(out) == 5  # system, task, the last tool group (call + result), done
+    assert view.tool_call_group_count == 1
+
+
+# -- tool results ----------------------------------------------------------------------
+
+
+def test_collapse_makes_one_short_note_per_group() -> None:
+    msgs = agent_run(groups=6, size=300)
+    view = apply(CollapseToolResults(keep_last=2, max_note_chars=120), msgs)
+    notes = [m for m in view.render() if m.synthetic == "collapsed"]
+    assert len(notes) == 4
+    for i, note in enumerate(notes):
+        assert note.role == "assistant" and not note.tool_calls
+        assert len(note.text) <= 120
+        assert note.text.startswith(f"[Tool results: bash(command=step {i}) → r{i} line 0")
+        assert len(note.covers) == 2
+    assert view.tool_call_group_count == 2
+
+
+def test_collapse_exclude_tools() -> None:
+    msgs = [Message.user("go"), call("c1", "plan", step="1"), result("c1", big(100)),
+            call("c2"), result("c2", "ok"), call("c3"), result("c3", big(100)),
+            Message.user("next")]  # fmt: skip
+    view = apply(CollapseToolResults(keep_last=0, exclude_tools=["plan"], min_preserved=0), msgs)
+    kinds = [m.synthetic for m in view.render()]
+    assert kinds == [None, None, None, "collapsed", "collapsed", None]  # plan is excluded
+
+
+def test_collapse_saves_most_of_a_real_trajectory() -> None:
+    path = DATA / "mini-swe-agent" / "django__django-11797.traj.json"
+    if not path.exists():
+        pytest.skip("transcripts not present")
+    from kompakt.formats import load
+
+    conv = list(load(path))
+    view = apply(CollapseToolResults(keep_last=3), conv)
+    before = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
+    assert view.total_tokens < before * 0.75  # MAF's collapse saved a median 2.6%
+
+
+def test_remove_tool_calls_keeps_newest() -> None:
+    view = apply(RemoveToolCalls(keep_last=2, min_preserved=0), agent_run(groups=5))
+    out = view.render()
+    assert [m.tool_call_id for m in out if m.role == "tool"] == ["c3", "c4"]
+    assert len(view.dropped_ids()) == 6
+
+
+# -- clamp ---------------------------------------------------------------------------
+
+
+def test_clamp_keeps_head_tail_and_pairing() -> None:
+    msgs = [Message.user("run"), call("c1", "bash", command="pytest"),
+            result("c1", big(3000)), Message.assistant("failing"), Message.user("fix it")]  # fmt: skip
+    view = apply(ClampOversized(max_tokens=300, min_preserved=1), msgs)
+    clamped = [m for m in view.render() if m.synthetic == "clamped"]
+    assert len(clamped) == 1
+    m = clamped[0]
+    assert m.role == "tool" and m.tool_call_id == "c1" and m.covers == (msgs[2].id,)
+    assert m.text.startswith("x line 0 of output") and m.text.endswith("x line 2999 of output")
+    assert "tokens elided …]" in m.text
+    assert CharEstimator().count_text(m.text) <= 300
+
+
+def test_clamp_head_tail_validation() -> None:
+    with pytest.raises(ConfigError, match="head"):
+        ClampOversized(max_tokens=100, head=80, tail=30)
+
+
+# -- supersede -----------------------------------------------------------------------
+
+
+def reads(*specs: tuple[str, str]) -> list[Message]:
+    msgs = [Message.user("go")]
+    for i, (name, path) in enumerate(specs):
+        msgs += [call(f"c{i}", name, path=path), result(f"c{i}", f"v{i} " + big(50))]
+    return [*msgs, Message.assistant("ok"), Message.user("next")]
+
+
+def superseded(view: View) -> list[str | None]:
+    return [m.tool_call_id for m in view.render() if m.synthetic == "superseded"]
+
+
+def test_supersede_same_arguments() -> None:
+    msgs = reads(("read_file", "a.py"), ("read_file", "b.py"), ("read_file", "a.py"))
+    view = apply(SupersedeReads(min_preserved=0), msgs)
+    assert superseded(view) == ["c0"]
+    note = next(m for m in view.render() if m.synthetic == "superseded")
+    assert note.role == "tool" and "\n" not in note.text and note.covers == (msgs[2].id,)
+
+
+def test_supersede_by_key_and_tools() -> None:
+    msgs = reads(("read_file", "a.py"), ("view", "a.py"), ("view", "a.py"))
+    assert superseded(apply(SupersedeReads(min_preserved=0, tools=["read_file"]), msgs)) == []
+    assert superseded(apply(SupersedeReads(min_preserved=0, key="path"), msgs)) == ["c1"]
+    by_path = SupersedeReads(min_preserved=0, key=lambda c: c.parsed_arguments()["path"])
+    assert superseded(apply(by_path, msgs)) == ["c1"]
+
+
+# -- composition ---------------------------------------------------------------------
+
+
+def test_pipeline_runs_each_on_its_own_trigger() -> None:
+    msgs = agent_run(groups=8, size=200)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    ctx = CompactionContext(view)
+    Pipeline([CollapseToolResults(trigger=TokensExceed(1_000)),
+              Truncation(trigger=TokensExceed(10**9))]).apply(view, ctx)  # fmt: skip
+    assert [(s.strategy, s.changed) for s in ctx.steps] == [
+        ("CollapseToolResults", True), ("Truncation", False)]  # fmt: skip
+    assert ctx.steps[1].detail == "own trigger did not fire"
+
+
+def test_budgeted_default_chain_gentle_first() -> None:
+    msgs = agent_run(groups=20, size=200)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    ctx = CompactionContext(view)
+    assert Budgeted(3_000).apply(view, ctx)
+    assert view.total_tokens <= 3_000
+    names = [s.strategy for s in ctx.steps]
+    assert names[:3] == ["SupersedeReads", "ClampOversized", "CollapseToolResults"]
+    assert any(m.synthetic == "collapsed" for m in view.render())
+
+
+def test_budgeted_falls_back_and_records_it() -> None:
+    msgs = agent_run(groups=10, size=200)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    ctx = CompactionContext(view)
+    Budgeted(1_500, [SupersedeReads()]).apply(view, ctx)
+    assert view.total_tokens <= 1_500
+    assert [s.fallback for s in ctx.steps if s.fallback] == ["chain did not reach the budget"]
+
+
+def test_budget_impossible_names_what_exceeds() -> None:
+    msgs = [Message.system("s" * 4000), Message.user("old"), Message.assistant("a"),
+            Message.user("task " * 200)]  # fmt: skip
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    with pytest.raises(BudgetImpossible) as err:
+        Budgeted(500).apply(view, CompactionContext(view))
+    assert err.value.breakdown["system"] == 1004
+    assert err.value.breakdown["last user message"] == 254
+    assert "system 1004" in str(err.value) and "last user message 254" in str(err.value)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    Budgeted(500, strict=False).apply(view, CompactionContext(view))
+    assert view.total_tokens == 1004 + 254  # down to the protected core
+
+
+class SlowDrop(BaseStrategy):
+    """An async strategy (stands in for one that awaits a model)."""
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        await asyncio.sleep(0)
+        for g in view.candidates(self.min_preserved):
+            view.drop(g)
+            context.note(model_calls=1)
+            return True
+        return False
+
+
+def test_budgeted_with_async_strategy_sync_and_async() -> None:
+    msgs = agent_run(groups=10, size=100)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    assert Budgeted(2_000, [SlowDrop()]).apply(view, CompactionContext(view))
+    assert view.total_tokens <= 2_000
+
+    async def main() -> View:
+        v = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+        await Budgeted(2_000, [SlowDrop()]).apply_async(v, CompactionContext(v))
+        return v
+
+    assert asyncio.run(main()).total_tokens <= 2_000
+
+
+def test_function_strategy() -> None:
+    def drop_first(view: View, context: CompactionContext) -> bool:
+        for g in view.candidates(1):
+            view.drop(g)
+            return True
+        return False
+
+    view = apply(drop_first, [Message.user("a"), Message.assistant("b"), Message.user("c")])
+    assert [m.synthetic for m in view.render()] == ["omitted", None, None]
+    assert [m.text for m in view.render()][1:] == ["b", "c"]
