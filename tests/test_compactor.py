@@ -60,7 +60,7 @@ def test_hysteresis_and_persistent_view() -> None:
     idx = history(20)
     c = Compactor(TokensExceed(8_000), Truncation(), TokensBelow(5_000))
     assert c.check(idx)
-    view, event = c.compact(idx)
+    _, event = c.compact(idx)
     assert view is c.view and view.total_tokens <= 5_000 and not c.check(idx)
     assert event.changed and event.tokens_before == idx.total_tokens
     assert event.tokens_after == view.total_tokens and event.messages_after == len(view.render())
@@ -80,10 +80,10 @@ def test_hysteresis_and_persistent_view() -> None:
 def test_compact_is_a_noop_when_quiet_unless_forced() -> None:
     idx = history(2)
     c = Compactor(TokensExceed(10**9), Truncation(min_preserved=1), TokensBelow(500))
-    view, event = c.compact(idx)
+    _, event = c.compact(idx)
     assert not event.changed and "did not fire" in event.reason
     assert event.summary().startswith("no compaction")
-    view, event = c.compact(idx, force=True)
+    _, event = c.compact(idx, force=True)
     assert event.changed and event.reason == "forced"
 
 
@@ -202,10 +202,22 @@ def test_config_errors_say_what_to_fix(config: object, message: str) -> None:
 
 
 def test_every_model_free_name_builds() -> None:
-    needs = {"sliding_window": {"keep_last_turns": 2}, "budgeted": {"token_budget": 10},
-             "pipeline": {"strategies": ["truncation"]}}  # fmt: skip
-    model_free = ["truncation", "sliding_window", "keep_first_and_last", "collapse_tool_results",
-                  "remove_tool_calls", "clamp_oversized", "supersede_reads", "pipeline", "budgeted"]  # fmt: skip
+    needs = {
+        "sliding_window": {"keep_last_turns": 2},
+        "budgeted": {"token_budget": 10},
+        "pipeline": {"strategies": ["truncation"]},
+    }
+    model_free = [
+        "truncation",
+        "sliding_window",
+        "keep_first_and_last",
+        "collapse_tool_results",
+        "remove_tool_calls",
+        "clamp_oversized",
+        "supersede_reads",
+        "pipeline",
+        "budgeted",
+    ]
     assert set(model_free) <= set(STRATEGY_NAMES)
     for name in model_free:
         s = strategy_from_name(name, **needs.get(name, {}))
@@ -221,11 +233,19 @@ def openai_dicts() -> list[dict[str, object]]:
     for i in range(10):
         out += [
             {"role": "user", "content": f"q{i}"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"c{i}", "type": "function",
-                 "function": {"name": "bash", "arguments": f'{{"cmd": "ls {i}"}}'}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": f'{{"cmd": "ls {i}"}}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": f"c{i}", "content": "z" * 2_000},
-        ]  # fmt: skip
+        ]
     return out
 
 
@@ -240,9 +260,14 @@ def test_openai_dicts_in_openai_dicts_out() -> None:
 
 
 def test_anthropic_in_anthropic_out() -> None:
-    doc = {"system": "sys", "messages": [{"role": "user", "content": "q" * 4_000},
-                                         {"role": "assistant", "content": "a"},
-                                         {"role": "user", "content": "last"}]}  # fmt: skip
+    doc = {
+        "system": "sys",
+        "messages": [
+            {"role": "user", "content": "q" * 4_000},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "last"},
+        ],
+    }
     out = apply_compaction(doc, Truncation(min_preserved=1), format="anthropic")
     assert out["system"] == "sys" and out["messages"][-1]["content"] == "last"
 

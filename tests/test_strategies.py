@@ -142,9 +142,16 @@ def test_collapse_makes_one_short_note_per_group() -> None:
 
 
 def test_collapse_exclude_tools() -> None:
-    msgs = [Message.user("go"), call("c1", "plan", step="1"), result("c1", big(100)),
-            call("c2"), result("c2", "ok"), call("c3"), result("c3", big(100)),
-            Message.user("next")]  # fmt: skip
+    msgs = [
+        Message.user("go"),
+        call("c1", "plan", step="1"),
+        result("c1", big(100)),
+        call("c2"),
+        result("c2", "ok"),
+        call("c3"),
+        result("c3", big(100)),
+        Message.user("next"),
+    ]
     view = apply(CollapseToolResults(keep_last=0, exclude_tools=["plan"], min_preserved=0), msgs)
     kinds = [m.synthetic for m in view.render()]
     assert kinds == [None, None, None, "collapsed", "collapsed", None]  # plan is excluded
@@ -173,8 +180,13 @@ def test_remove_tool_calls_keeps_newest() -> None:
 
 
 def test_clamp_keeps_head_tail_and_pairing() -> None:
-    msgs = [Message.user("run"), call("c1", "bash", command="pytest"),
-            result("c1", big(3000)), Message.assistant("failing"), Message.user("fix it")]  # fmt: skip
+    msgs = [
+        Message.user("run"),
+        call("c1", "bash", command="pytest"),
+        result("c1", big(3000)),
+        Message.assistant("failing"),
+        Message.user("fix it"),
+    ]
     view = apply(ClampOversized(max_tokens=300, min_preserved=1), msgs)
     clamped = [m for m in view.render() if m.synthetic == "clamped"]
     assert len(clamped) == 1
@@ -227,10 +239,13 @@ def test_pipeline_runs_each_on_its_own_trigger() -> None:
     msgs = agent_run(groups=8, size=200)
     view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
     ctx = CompactionContext(view)
-    Pipeline([CollapseToolResults(trigger=TokensExceed(1_000)),
-              Truncation(trigger=TokensExceed(10**9))]).apply(view, ctx)  # fmt: skip
+    Pipeline(
+        [CollapseToolResults(trigger=TokensExceed(1_000)), Truncation(trigger=TokensExceed(10**9))]
+    ).apply(view, ctx)
     assert [(s.strategy, s.changed) for s in ctx.steps] == [
-        ("CollapseToolResults", True), ("Truncation", False)]  # fmt: skip
+        ("CollapseToolResults", True),
+        ("Truncation", False),
+    ]
     assert ctx.steps[1].detail == "own trigger did not fire"
 
 
@@ -255,8 +270,12 @@ def test_budgeted_falls_back_and_records_it() -> None:
 
 
 def test_budget_impossible_names_what_exceeds() -> None:
-    msgs = [Message.system("s" * 4000), Message.user("old"), Message.assistant("a"),
-            Message.user("task " * 200)]  # fmt: skip
+    msgs = [
+        Message.system("s" * 4000),
+        Message.user("old"),
+        Message.assistant("a"),
+        Message.user("task " * 200),
+    ]
     view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
     with pytest.raises(BudgetImpossible) as err:
         Budgeted(500).apply(view, CompactionContext(view))
