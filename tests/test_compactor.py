@@ -60,7 +60,7 @@ def test_hysteresis_and_persistent_view() -> None:
     idx = history(20)
     c = Compactor(TokensExceed(8_000), Truncation(), TokensBelow(5_000))
     assert c.check(idx)
-    _, event = c.compact(idx)
+    view, event = c.compact(idx)
     assert view is c.view and view.total_tokens <= 5_000 and not c.check(idx)
     assert event.changed and event.tokens_before == idx.total_tokens
     assert event.tokens_after == view.total_tokens and event.messages_after == len(view.render())
