@@ -321,8 +321,8 @@ def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
                 block["cache_control"] = p.data["cache_control"]
             return block
         return {**p.data, "text": p.text} if p.data else {"type": "text", "text": p.text}
-    if not provider and p.data:
-        return dict(p.data)
+    if not provider and p.data and kind not in ("image_url", "file"):
+        return dict(p.data)  # verbatim; OpenAI image and file parts are converted below
     if kind in _PROVIDER_BLOCKS:
         return dict(p.data)
     if kind == "image_url":

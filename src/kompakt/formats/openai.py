@@ -201,7 +201,12 @@ def _call(value: Any, i: int, field: str) -> ToolCall:
     if not isinstance(fn, Mapping):
         raise MessageError(i, field + ".function", "an object with 'name' and 'arguments'", fn)
     name, arguments = _name_args(fn, i, field + ".function")
-    extra = {k: v for k, v in value.items() if k not in ("id", "function")}
+    # "type": "function" is what rendering writes anyway: keep extra empty for plain calls
+    extra = {
+        k: v
+        for k, v in value.items()
+        if k not in ("id", "function") and not (k == "type" and v == "function")
+    }
     fn_extra = {k: v for k, v in fn.items() if k not in ("name", "arguments")}
     with_hints(
         extra, _FMT, no_type=True if "type" not in value else None, function=fn_extra or None
@@ -318,11 +323,11 @@ def _render_content(m: Message, h: Mapping[str, Any], provider: bool, index: int
 
 
 def _render_part(p: Part, provider: bool, index: int) -> dict[str, Any] | None:
-    if not provider:
+    kind = p.data.get("type")
+    if not provider and kind not in ("image", "document"):  # Anthropic spellings: convert
         if p.data:
             return {**p.data, "text": p.text} if p.kind == "text" else dict(p.data)
         return {"type": "text", "text": p.text} if p.kind == "text" else {"type": p.kind}
-    kind = p.data.get("type")
     if p.kind == "text":
         return {"type": "text", "text": p.text}
     if kind in _PART_KIND or kind == "refusal":
