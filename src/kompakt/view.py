@@ -185,7 +185,8 @@ class View:
     def protected(self, group: int, min_preserved: int = 0) -> bool:
         """No strategy may change this group.
 
-        System groups, groups with a pinned or memory message, the newest user
+        System groups, groups with a pinned or memory message (a memory note standing
+        in for the group included), the newest user
         message, a pending tool call, and the newest `min_preserved` groups.
         """
         g = self.index.groups[group]
@@ -195,6 +196,7 @@ class View:
             or g.pending
             or group == self.index.last_user_group
             or group >= self.index.group_count - min_preserved
+            or any(m.is_protected for m in self._replaced.get(group, _EMPTY))  # facts memory
         )
 
     def candidates(

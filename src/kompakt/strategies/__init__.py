@@ -18,20 +18,30 @@ from kompakt.strategies.base import (
 from kompakt.strategies.budgeted import Budgeted
 from kompakt.strategies.clamp import ClampOversized
 from kompakt.strategies.collapse import CollapseToolResults
+from kompakt.strategies.digest import ExtractiveDigest
+from kompakt.strategies.facts import CODING_AGENT_CONCEPTS, Concept, FactRetrieval, FactType
 from kompakt.strategies.first_last import KeepFirstAndLast
 from kompakt.strategies.pipeline import Pipeline
 from kompakt.strategies.remove_tools import RemoveToolCalls
+from kompakt.strategies.summarize import Chunked, FromLastN, Summarize, WholeHistory
 from kompakt.strategies.supersede import SupersedeReads
 from kompakt.strategies.truncation import Truncation
 from kompakt.strategies.window import SlidingWindow
 
 __all__ = [
+    "CODING_AGENT_CONCEPTS",
     "AsyncStrategy",
     "BaseStrategy",
     "Budgeted",
+    "Chunked",
     "ClampOversized",
     "CollapseToolResults",
     "CompactionContext",
+    "Concept",
+    "ExtractiveDigest",
+    "FactRetrieval",
+    "FactType",
+    "FromLastN",
     "KeepFirstAndLast",
     "Pipeline",
     "RemoveToolCalls",
@@ -39,8 +49,10 @@ __all__ = [
     "Step",
     "Strategy",
     "StrategyLike",
+    "Summarize",
     "SupersedeReads",
     "Truncation",
+    "WholeHistory",
     "as_strategy",
     "run_strategy",
 ]

@@ -1,0 +1,338 @@
+"""Summarizing strategies: `Summarize` (rolling), and Koog's `WholeHistory`,
+`FromLastN` and `Chunked`.
+
+Every one works with any `ChatModel` (``summarizer=``), falls back to the context's
+summarizer, and without any model uses the extractive digest, so it works offline at
+zero cost. A failed, slow, empty or over-long answer never becomes the summary: the
+strategy falls back (digest, then truncation) and records why on its `Step`.
+
+Summaries are rolling: the model sees the previous summary plus only the span being
+evicted now, never the whole history again, and the span it is sent is bounded.
+
+>>> from kompakt.index import MessageIndex
+>>> from kompakt.messages import Message
+>>> from kompakt.models.scripted import ScriptedModel
+>>> from kompakt.strategies.base import CompactionContext
+>>> from kompakt.view import View
+>>> msgs = [Message.system("be brief")]
+>>> for i in range(6):
+...     msgs += [Message.user(f"question {i} " * 20), Message.assistant(f"answer {i} " * 20)]
+>>> view = View(MessageIndex(msgs))
+>>> model = ScriptedModel("## Goal\\n- answer six questions")
+>>> Summarize(keep_last=2, summarizer=model).apply(view, CompactionContext(view))
+True
+>>> [m.synthetic or m.role for m in view.render()]
+['system', 'summary', 'user', 'assistant']
+>>> "previous_summary" in model.requests[0][1].text  # first summary: nothing to roll
+False
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from kompakt.errors import ConfigError
+from kompakt.models.base import ChatModel
+from kompakt.strategies._summarizer import (
+    DEFAULT_TEMPLATE,
+    Span,
+    SummarizingStrategy,
+    strip_header,
+)
+from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
+from kompakt.triggers import TriggerLike
+from kompakt.view import View
+
+__all__ = ["DEFAULT_TEMPLATE", "Chunked", "FromLastN", "Summarize", "WholeHistory"]
+
+
+class _ModelStrategy(SummarizingStrategy):
+    """Shared by the strategies of this module."""
+
+    def previous_text(self, span: Span) -> str:
+        return "\n\n".join(strip_header(m.text) for m in span.previous)
+
+    async def summarize_span(
+        self, view: View, context: CompactionContext, span: Span, *, merge: bool = True
+    ) -> bool:
+        limit = self.room(view, context, span.tokens)
+        if limit <= 16:
+            return self.finish(view, context, span, "")
+        if self.rolling:
+            previous, inputs = self.previous_text(span), span.messages
+        else:  # Koog's behaviour: re-read every original the summary stands for
+            previous, inputs = "", self.originals(view, span)
+        tok = view.index.tokenizer
+        if previous and tok.count_text(previous) > limit // 2:
+            merge = True  # an accumulated summary that grew too big is folded once
+        text = await self.produce(context, inputs, previous, limit, merge=merge)
+        return self.finish(view, context, span, text)
+
+
+class Summarize(_ModelStrategy):
+    """Keep the newest `keep_last` groups, stand one summary in for the older span.
+
+    Args:
+        keep_last: newest groups left verbatim (system, pinned, memory, the last user
+            message and a pending tool call always stay too).
+        summarizer: the model that writes summaries (a cheap one is fine); default the
+            compaction's summarizer, else the extractive digest.
+        prompt: your own instruction, replacing the default one and the template.
+        template: the sections the summary should have (`DEFAULT_TEMPLATE`: goal,
+            decisions, artifacts, state, next steps, open questions); None for prose.
+        mode: ``"accumulate"`` keeps the previous summary as it is and appends what
+            the new span adds (the model sees the previous one as context);
+            ``"replace"`` asks for one merged summary. Either way the model never sees
+            the whole history again.
+        max_summary_tokens: the summary's size limit; a longer answer is rejected.
+        max_input_tokens: the most one request may carry; longer spans are clamped and
+            summarized in chunks.
+        timeout: seconds one summarizer call may take.
+        recall_tool: name of a tool that fetches originals, mentioned in the summary.
+        rolling: False re-reads every original each time (Koog's cost; for comparison).
+        trigger: the strategy's own trigger (default: whenever it is run).
+    """
+
+    def __init__(
+        self,
+        keep_last: int = 4,
+        summarizer: ChatModel | None = None,
+        prompt: str | None = None,
+        template: str | None = DEFAULT_TEMPLATE,
+        mode: Literal["accumulate", "replace"] = "accumulate",
+        *,
+        max_summary_tokens: int = 800,
+        max_input_tokens: int = 8_000,
+        timeout: float | None = 120.0,
+        recall_tool: str | None = None,
+        rolling: bool = True,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        if mode not in ("accumulate", "replace"):
+            raise ConfigError(f"`mode` must be 'accumulate' or 'replace', got {mode!r}")
+        super().__init__(
+            keep_last=keep_last,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            max_summary_tokens=max_summary_tokens,
+            max_input_tokens=max_input_tokens,
+            timeout=timeout,
+            recall_tool=recall_tool,
+            rolling=rolling,
+            trigger=trigger,
+        )
+        self.mode = mode
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        span = self.select_span(view)
+        if not span.messages:
+            return False
+        return await self.summarize_span(view, context, span, merge=self.mode == "replace")
+
+
+class WholeHistory(_ModelStrategy):
+    """Koog's default: system + first user message + one TL;DR (+ a pending tool call).
+
+    Everything else but the newest `keep_last` groups becomes one TL;DR. Unlike Koog,
+    the TL;DR rolls: the next compaction sends the previous TL;DR plus only what is
+    new (``rolling=False`` restores Koog's re-reading of the whole history).
+
+    >>> WholeHistory(keep_last=0).keep_first_user
+    True
+    """
+
+    instruction = (
+        "Write a TL;DR of the conversation so far: the goal, what has been achieved, the "
+        "current state and what remains to be done."
+    )
+
+    def __init__(
+        self,
+        summarizer: ChatModel | None = None,
+        *,
+        keep_last: int = DEFAULT_MIN_PRESERVED,
+        keep_first_user: bool = True,
+        prompt: str | None = None,
+        template: str | None = None,
+        max_summary_tokens: int = 800,
+        max_input_tokens: int = 8_000,
+        timeout: float | None = 120.0,
+        recall_tool: str | None = None,
+        rolling: bool = True,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        super().__init__(
+            keep_last=keep_last,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            max_summary_tokens=max_summary_tokens,
+            max_input_tokens=max_input_tokens,
+            timeout=timeout,
+            recall_tool=recall_tool,
+            rolling=rolling,
+            trigger=trigger,
+        )
+        self.keep_first_user = keep_first_user
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        first = view.index.first_user_group if self.keep_first_user else None
+        groups = [g for g in view.candidates(self.keep_last, originals_only=False) if g != first]
+        span = self.span_of(view, groups)
+        if not span.messages:
+            return False
+        return await self.summarize_span(view, context, span, merge=True)
+
+
+class FromLastN(_ModelStrategy):
+    """Koog's FromLastNMessages: a TL;DR of the last `n` messages of the span; the
+    older part is dropped (its originals stay in the history).
+
+    Whole groups only: a tool call is never separated from its results, so the
+    summarized tail may hold a few more than `n` messages.
+
+    >>> FromLastN(5).n
+    5
+    """
+
+    instruction = (
+        "Write a TL;DR of these latest messages: what was found and achieved, the current "
+        "state and what remains to be done."
+    )
+
+    def __init__(
+        self,
+        n: int = 10,
+        summarizer: ChatModel | None = None,
+        *,
+        keep_last: int = DEFAULT_MIN_PRESERVED,
+        prompt: str | None = None,
+        template: str | None = None,
+        max_summary_tokens: int = 800,
+        max_input_tokens: int = 8_000,
+        timeout: float | None = 120.0,
+        recall_tool: str | None = None,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        if not isinstance(n, int) or n < 1:
+            raise ConfigError(f"`n` must be an int >= 1, got {n!r}")
+        super().__init__(
+            keep_last=keep_last,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            max_summary_tokens=max_summary_tokens,
+            max_input_tokens=max_input_tokens,
+            timeout=timeout,
+            recall_tool=recall_tool,
+            trigger=trigger,
+        )
+        self.n = n
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        groups = list(view.candidates(self.keep_last, originals_only=False))
+        whole = self.span_of(view, groups)
+        if not whole.groups:
+            return False
+        tail: list[int] = []
+        count = 0
+        for g in reversed(whole.groups):
+            size = len(view.rendered(g))
+            if tail and count + size > self.n:
+                break
+            tail.insert(0, g)
+            count += size
+        older = [g for g in whole.all_groups if g < tail[0]]
+        tail_span = self.span_of(view, tail)
+        for g in older:
+            view.drop(g)
+        context.note(groups_dropped=len([g for g in whole.groups if g < tail[0]]))
+        if not tail_span.messages:
+            return bool(older)
+        tail_span.previous = []  # what came before is dropped, not carried
+        return await self.summarize_span(view, context, tail_span) or bool(older)
+
+
+class Chunked(_ModelStrategy):
+    """Koog's Chunked: one summary per chunk of `chunk_size` groups, all chunks
+    summarized concurrently. Chunks are whole groups, so a cut never separates a tool
+    call from its results; earlier chunk summaries stay as they are.
+
+    >>> Chunked(10).chunk_size
+    10
+    """
+
+    instruction = "Summarize this part of the conversation."
+    inline_without_model = False
+
+    def __init__(
+        self,
+        chunk_size: int = 10,
+        summarizer: ChatModel | None = None,
+        *,
+        keep_last: int = 4,
+        max_concurrency: int = 8,
+        prompt: str | None = None,
+        template: str | None = None,
+        max_summary_tokens: int = 400,
+        max_input_tokens: int = 8_000,
+        timeout: float | None = 120.0,
+        recall_tool: str | None = None,
+        trigger: TriggerLike | None = None,
+    ) -> None:
+        if not isinstance(chunk_size, int) or chunk_size < 1:
+            raise ConfigError(f"`chunk_size` must be an int >= 1, got {chunk_size!r}")
+        if max_concurrency < 1:
+            raise ConfigError(f"`max_concurrency` must be >= 1, got {max_concurrency!r}")
+        super().__init__(
+            keep_last=keep_last,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            max_summary_tokens=max_summary_tokens,
+            max_input_tokens=max_input_tokens,
+            timeout=timeout,
+            recall_tool=recall_tool,
+            trigger=trigger,
+        )
+        self.chunk_size = chunk_size
+        self.max_concurrency = max_concurrency
+
+    def chunks(self, view: View) -> list[list[int]]:
+        """Runs of adjacent original groups, cut every `chunk_size` groups."""
+        out: list[list[int]] = []
+        last = -2
+        for g in self.span_of(view, list(view.candidates(self.keep_last))).groups:
+            between = range(last + 1, g)
+            adjacent = last >= 0 and all(view.is_dropped(i) for i in between)
+            if out and adjacent and len(out[-1]) < self.chunk_size:
+                out[-1].append(g)
+            else:
+                out.append([g])
+            last = g
+        return out
+
+    async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        chunks = self.chunks(view)
+        if not chunks:
+            return False
+        spans = [self.span_of(view, c) for c in chunks]
+        total = sum(s.tokens for s in spans)
+        room = self.room(view, context, total)
+        limit = min(self.max_summary_tokens, room // len(spans)) if room > 0 else 0
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(span: Span) -> str:
+            async with gate:
+                return await self.produce(context, span.messages, "", limit)
+
+        texts = await asyncio.gather(*(one(s) for s in spans))
+        changed = False
+        for span, text in zip(spans, texts, strict=True):
+            if limit <= 16:
+                changed |= self.finish(view, context, span, "")
+            else:
+                changed |= self.place(view, context, span.all_groups, text) is not None
+        return changed
