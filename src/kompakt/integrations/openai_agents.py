@@ -385,14 +385,11 @@ def _plain(item: Any) -> dict[str, Any]:
 
 
 def _tail(items: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]]:
+    """The newest `limit` items, less any output whose call was cut off."""
     if limit is None or limit >= len(items):
         return items
     if limit <= 0:
         return []
     out = items[-limit:]
     called = {i.get("call_id") for i in out if i.get("type") == "function_call"}
-    while (
-        out and out[0].get("type") == "function_call_output" and out[0].get("call_id") not in called
-    ):
-        out = out[1:]
-    return out
+    return [i for i in out if i.get("type") != "function_call_output" or i.get("call_id") in called]

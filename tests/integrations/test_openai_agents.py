@@ -1,0 +1,210 @@
+"""OpenAI Agents SDK adapter: a real Runner on the SDK's ScriptedModel, with a kompakt session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, RunConfig, Runner, function_tool
+from agents.memory import Session
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from framework_checks import BIG, assert_valid_history, tool_result_count
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kompakt import Budgeted, Compactor, TokensExceed
+from kompakt.integrations.openai_agents import (
+    KompaktSession,
+    from_openai_agents,
+    to_openai_agents,
+)
+from kompakt.store import MemoryStore, SQLiteStore
+
+RUNS = 4
+STEPS = 3  # tool-calling steps per run
+NO_TRACING = RunConfig(tracing_disabled=True)
+
+
+@function_tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"{path}:\n{BIG}"
+
+
+def _script(run: int) -> list[ModelStep]:
+    steps = []
+    for s in range(STEPS):
+        calls = [function_call("read_file", {"path": f"r{run}s{s}.py"}, call_id=f"c{run}_{s}")]
+        if s == 1:  # a parallel batch
+            calls.append(function_call("read_file", {"path": f"p{run}.py"}, call_id=f"p{run}_{s}"))
+        steps.append(ModelStep(output=calls))
+    steps.append(ModelStep(output=[assistant_message(f"answer {run}", item_id=f"msg{run}")]))
+    return steps
+
+
+def _compactor() -> Compactor:
+    return Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000))
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    return item if isinstance(item, dict) else item.model_dump(exclude_unset=True)
+
+
+async def _conversation(session: KompaktSession) -> list[list[dict[str, Any]]]:
+    """RUNS user turns on one session; returns what the model received at each call."""
+    received: list[list[dict[str, Any]]] = []
+    for run in range(RUNS):
+        model = ScriptedModel(_script(run))
+        agent = Agent(name="debugger", instructions="You debug.", model=model, tools=[read_file])
+        result = await Runner.run(
+            agent, f"task {run}: read the files", session=session, run_config=NO_TRACING
+        )
+        assert result.final_output == f"answer {run}"
+        received.extend([_plain(i) for i in call.input] for call in model.calls)
+    return received
+
+
+# -- conversion -------------------------------------------------------------------------
+
+_text = st.text(max_size=30)
+
+
+@st.composite
+def _items(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": draw(_text)}]
+    for turn in range(draw(st.integers(1, 3))):
+        content: Any = draw(
+            st.one_of(
+                _text,
+                st.just(
+                    [
+                        {"type": "input_text", "text": "hi"},
+                        {"type": "input_image", "image_url": "x"},
+                    ]
+                ),
+            )
+        )
+        out.append({"role": "user", "content": content})
+        for step in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                out.append({"type": "reasoning", "id": f"rs{turn}{step}", "summary": []})
+            if draw(st.booleans()):
+                out.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "id": f"m{turn}{step}",
+                        "status": "completed",
+                        "content": [
+                            {"type": "output_text", "text": draw(_text), "annotations": []}
+                        ],
+                    }
+                )
+            ids = [f"c{turn}{step}{k}" for k in range(draw(st.integers(1, 3)))]
+            for i in ids:
+                args = json.dumps({"path": draw(_text)})
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": i,
+                        "name": "t",
+                        "arguments": args,
+                        "id": f"fc_{i}",
+                        "status": "completed",
+                    }
+                )
+            for i in ids:
+                out.append({"type": "function_call_output", "call_id": i, "output": draw(_text)})
+        out.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": f"end{turn}",
+                "content": [{"type": "output_text", "text": draw(_text), "annotations": []}],
+            }
+        )
+    return out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_items())
+def test_round_trip_is_identity(items: list[dict[str, Any]]) -> None:
+    msgs = from_openai_agents(items)
+    assert to_openai_agents(msgs) == items
+    calls = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    assert calls == [c.id for m in msgs for c in m.tool_calls]
+
+
+# -- the session --------------------------------------------------------------------------
+
+
+def test_is_a_session() -> None:
+    assert isinstance(KompaktSession("s"), Session)
+
+
+async def test_runner_gets_a_compacted_valid_history_and_originals_are_kept() -> None:
+    store = MemoryStore()
+    session = KompaktSession("s1", store=store, compactor=_compactor())
+    received = await _conversation(session)
+
+    made = RUNS * (STEPS + 1)  # tool results produced in all
+    for request in received:
+        assert_valid_history(from_openai_agents(request))
+    first_calls = received[:: STEPS + 1][1:]  # the first request of every later run
+    compacted = [
+        r
+        for r in first_calls
+        if sum(1 for i in r if i.get("type") == "function_call_output") < made
+    ]
+    assert compacted, "the runner never received a compacted history"
+    assert session.events and store.compactions("s1")
+    # every original is in the store, verbatim
+    originals = store.messages("s1")
+    assert tool_result_count(originals) == made
+    assert store.search("s1", "r0s0.py")
+    assert [m.text for m in originals if m.role == "user"] == [
+        f"task {r}: read the files" for r in range(RUNS)
+    ]
+    # what get_items returns is what kompakt renders, and smaller than the originals
+    items = await session.get_items()
+    assert len(items) < len(to_openai_agents(originals))
+    assert items[-1]["content"][0]["text"] == f"answer {RUNS - 1}"
+
+
+async def test_sqlite_session_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "agents.db"
+    session = KompaktSession("s1", store=SQLiteStore(path), compactor=_compactor())
+    await _conversation(session)
+    before = await session.get_items()
+
+    again = KompaktSession("s1", store=SQLiteStore(path), compactor=_compactor())
+    after = await again.get_items()
+    assert after == before
+    assert_valid_history(from_openai_agents(after))
+
+
+async def test_limit_pop_and_clear() -> None:
+    session = KompaktSession("s1")
+    await session.add_items(
+        [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "ls", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "a"},
+            {"type": "function_call_output", "call_id": "c2", "output": "b"},
+        ]
+    )
+    # outputs whose call falls outside the newest `limit` items are left out
+    assert [i.get("call_id") for i in await session.get_items(limit=3)] == ["c2", "c2"]
+    assert await session.get_items(limit=2) == []
+    popped = await session.pop_item()
+    assert popped == {"type": "function_call_output", "call_id": "c2", "output": "b"}
+    assert len(await session.get_items()) == 4
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert session.store.count("s1") == 4  # nothing is deleted (4 kompakt messages)
