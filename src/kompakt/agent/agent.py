@@ -1,0 +1,627 @@
+"""The agent loop: model → tool calls → tools → compaction checkpoint → model again.
+
+Every original message goes to the history store as it happens (nothing is ever lost);
+what the model is sent is a `View` of that history, compacted at *checkpoints*. A
+checkpoint runs before each model call, which is after the tools of the previous
+step ran, and the fresh tool results are always in the next request (Koog's
+single-run strategy loses them).
+
+Two hooks decide what compaction touches (Microsoft Agent Framework's before/after
+strategies), side by side:
+
+* ``hook="before_model"`` compacts only what is *sent*: the store keeps the whole
+  history and no compaction is recorded; another agent on the same session starts
+  from every original again.
+* ``hook="after_run"`` compacts what is *stored*: at the end of a run the view is
+  compacted and recorded in the store, so the next run (in this process or another)
+  starts from the compacted view. The originals stay in the store, searchable.
+* ``hook="both"`` does both.
+
+>>> from kompakt.models import ScriptedModel
+>>> from kompakt.messages import ToolCall
+>>> def add(a: int, b: int) -> int:
+...     "Add two integers."
+...     return a + b
+>>> model = ScriptedModel([
+...     Message.assistant(tool_calls=[ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')]),
+...     "2 + 3 = 5",
+... ])
+>>> result = Agent(model, tools=[add]).run_sync("what is 2 + 3?")
+>>> result.output, result.steps, [m.role for m in result.messages]
+('2 + 3 = 5', 2, ['user', 'assistant', 'tool', 'assistant'])
+>>> model.requests[1][-1].text   # the tool result reached the model
+'5'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, TypeAlias
+
+from kompakt.agent.background import BackgroundCompactor
+from kompakt.agent.result import RunResult
+from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
+from kompakt.compactor import CompactionEvent, Compactor
+from kompakt.errors import ConfigError, InputError
+from kompakt.index import MessageIndex
+from kompakt.messages import Message, ToolCall
+from kompakt.models.base import ChatModel, ChatResponse, run_sync
+from kompakt.store.base import CompactionRecord, HistoryStore
+from kompakt.store.memory import MemoryStore
+from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
+from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.triggers import (
+    ContextFraction,
+    Never,
+    TokensBelow,
+    TokensExceed,
+    Trigger,
+    TriggerLike,
+    as_trigger,
+    context_window,
+)
+from kompakt.view import View
+
+__all__ = ["RECALL_NOTE", "Agent", "Hook"]
+
+log = logging.getLogger("kompakt.agent")
+
+Hook: TypeAlias = Literal["before_model", "after_run", "both"]
+
+RECALL_NOTE = "[Originals archived: call the recall tool with a query or these ids to read them"
+"""Start of the note put on summaries so the model knows the originals can be recalled."""
+
+_HINTED = ("summary", "facts")
+_MAX_IDS = 12
+
+
+class _Calibrated:
+    """A view's metrics with the provider's figure folded in: the input tokens the
+    provider reported for the last request, plus the estimate of what changed since."""
+
+    def __init__(self, view: View, offset: int) -> None:
+        self.view = view
+        self.offset = offset
+
+    @property
+    def total_tokens(self) -> int:
+        return self.view.total_tokens + self.offset
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.view, name)
+
+
+class _Shifted(Trigger):
+    def __init__(self, trigger: Trigger, offset: int) -> None:
+        self.trigger = trigger
+        self.offset = offset
+
+    def __call__(self, m: Any) -> bool:
+        return self.trigger(_Calibrated(m, self.offset) if self.offset else m)
+
+    def __repr__(self) -> str:
+        return repr(self.trigger)
+
+
+class Agent:
+    """A tool-calling agent whose context is compacted at checkpoints and whose history
+    is kept whole in a store.
+
+    Args:
+        model: the `ChatModel` the agent asks.
+        tools: functions (sync or async) or `Tool` objects the model may call.
+        compactor: when and how to compact (`Compactor`); None = never compact. The
+            agent keeps its own view; the compactor gives trigger, strategy, target
+            and summarizer.
+        store: where the originals and compaction records live (default: a new
+            `MemoryStore`; use `SQLiteStore("agent.db")` to keep them).
+        session: the session id in the store (default: a new one).
+        system: a system prompt, stored as the first message of a new session.
+        max_steps: model calls per run; the run then stops cleanly (``max_steps``).
+        hook: ``before_model``, ``after_run`` or ``both`` (see the module docs).
+        prepare_at: start preparing the next compaction in the background when this
+            fires (an int is a token count): a summary is computed while the agent
+            waits on its model and swapped in at the trigger.
+        warn_fraction: warn when a request passes this fraction of the context window.
+        recall: give the model the ``recall`` tool (and summaries a note about it).
+        context_window: tokens of the model's window (default: from a `ContextFraction`
+            trigger or the model's name when known).
+        recall_tokens: most tokens one recall returns.
+        max_tokens: passed to each model call.
+        tokenizer: counts tokens (default: the compactor's, else `CharEstimator`).
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        tools: Iterable[ToolLike] = (),
+        *,
+        compactor: Compactor | None = None,
+        store: HistoryStore | None = None,
+        session: str | None = None,
+        system: str | None = None,
+        max_steps: int = 20,
+        hook: Hook = "before_model",
+        prepare_at: TriggerLike | int | None = None,
+        warn_fraction: float = 0.9,
+        recall: bool = True,
+        context_window: int | None = None,
+        recall_tokens: int = 4000,
+        max_tokens: int | None = None,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        if hook not in ("before_model", "after_run", "both"):
+            raise ConfigError(f"`hook` must be before_model, after_run or both, got {hook!r}")
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise ConfigError(f"`max_steps` must be an int >= 1, got {max_steps!r}")
+        if not 0 < warn_fraction <= 1:
+            raise ConfigError(f"`warn_fraction` must be in (0, 1], got {warn_fraction!r}")
+        self.model = model
+        self.compactor = compactor
+        self.store: HistoryStore = store if store is not None else MemoryStore()
+        self.session = session or uuid.uuid4().hex
+        self.system = system
+        self.max_steps = max_steps
+        self.hook: Hook = hook
+        self.warn_fraction = warn_fraction
+        self.recall_tokens = recall_tokens
+        self.max_tokens = max_tokens
+        self.tokenizer: Tokenizer = (
+            tokenizer or (compactor.tokenizer if compactor else None) or CharEstimator()
+        )
+        self.context_window = context_window or _window(compactor, model)
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            self._add_tool(as_tool(t))
+        if recall:
+            self._add_tool(self._recall_tool())
+        if compactor is not None:
+            self._add_tool(self._compact_tool())
+        self.background: BackgroundCompactor | None = None
+        if prepare_at is not None and compactor is not None:
+            at = TokensExceed(prepare_at) if isinstance(prepare_at, int) else prepare_at
+            self.background = BackgroundCompactor(at, self._compact_snapshot)
+        self._recall = recall
+        self._view: View | None = None
+        self._offset = 0
+        self._compact_requested = False
+        self._dirty = False
+        self._running = False
+        self._result: RunResult | None = None
+        self._call_ids: set[str] = set()
+
+    # -- public ---------------------------------------------------------------------
+
+    @property
+    def view(self) -> View:
+        """What the model is sent (loaded from the store on first use)."""
+        return self._load()
+
+    def history(self) -> list[Message]:
+        """Every original of the session, from the store."""
+        return self.store.messages(self.session)
+
+    async def run(self, task: str | Message) -> RunResult:
+        """Work on `task` until the model answers without tool calls or `max_steps`."""
+        if self._running:
+            raise InputError("this agent is already running; await the current run first")
+        self._running = True
+        result = RunResult(session=self.session)
+        self._result = result
+        try:
+            self._load()
+            self._append([task if isinstance(task, Message) else Message.user(task)])
+            await self._loop(result)
+            if self.hook in ("after_run", "both"):
+                await self._after_run(result)
+        finally:
+            self._running = False
+            self._result = None
+        return result
+
+    def run_sync(self, task: str | Message) -> RunResult:
+        """`run` for code without an event loop."""
+        return run_sync(self._run_settled(task))
+
+    async def compact_now(
+        self,
+        strategy: StrategyLike | None = None,
+        *,
+        target: TriggerLike | None = None,
+        record: bool = True,
+    ) -> CompactionEvent:
+        """Compact the view now, e.g. between the phases of a multi-step flow.
+
+        `strategy` defaults to the compactor's; `target` to running the strategy fully
+        (an explicit strategy) or to half the current tokens (the compactor's). With
+        `record` the result is stored, so the next run starts from it.
+        """
+        view = self._load()
+        if strategy is None:
+            if self.compactor is None:
+                raise ConfigError("compact_now() needs `strategy=` or an agent with a compactor")
+            strategy = self.compactor.strategy
+            stop = as_trigger(target) if target is not None else TokensBelow(view.total_tokens // 2)
+        else:
+            stop = as_trigger(target) if target is not None else Never()
+        event = await self._compact(strategy, stop, reason="compact_now", check_trigger=False)
+        if record:
+            self._record(event)
+        return event
+
+    def compact_now_sync(
+        self, strategy: StrategyLike | None = None, *, record: bool = True
+    ) -> CompactionEvent:
+        """`compact_now` for code without an event loop."""
+        return run_sync(self.compact_now(strategy, record=record))
+
+    # -- the loop -------------------------------------------------------------------
+
+    async def _loop(self, result: RunResult) -> None:
+        answered = False
+        while result.steps < self.max_steps:
+            await self._checkpoint(result)
+            response = await self._call_model(result)
+            message = _normalize(response.message, self._call_ids)
+            self._append([message])
+            if not message.tool_calls:
+                result.output = message.text
+                answered = True
+                break
+            await self._execute(message)
+        if not answered:
+            result.stopped_reason = "max_steps"
+            last = [m for m in result.messages if m.role == "assistant" and m.text]
+            result.output = last[-1].text if last else ""
+            note = f"stopped after max_steps={self.max_steps} model calls without a final answer"
+            result.warnings.append(note)
+            log.info("session %s: %s", self.session, note)
+
+    async def _call_model(self, result: RunResult) -> ChatResponse:
+        view = self._load()
+        request = view.render()
+        estimate = view.total_tokens
+        self._warn_if_near_limit(result, estimate + self._offset)
+        result.request_tokens.append(estimate + self._offset)
+        specs = [t.spec for t in self.tools.values()] or None
+        response = await self.model.chat(request, tools=specs, max_tokens=self.max_tokens)
+        result.usage.append(response.usage)
+        result.steps += 1
+        if response.usage.input_tokens > 0:  # calibrate: the provider's count wins
+            self._offset = response.usage.input_tokens - estimate
+        return response
+
+    async def _execute(self, message: Message) -> None:
+        results: list[Message] = []
+        try:
+            results = await execute_calls(message.tool_calls, self.tools)
+        finally:  # never leave a call without its result, even when cancelled
+            if len(results) != len(message.tool_calls):
+                results = [_interrupted(c) for c in message.tool_calls]
+            self._append(results)
+
+    # -- checkpoints ----------------------------------------------------------------
+
+    async def _checkpoint(self, result: RunResult) -> None:
+        if self.compactor is None:
+            return
+        view = self._load()
+        forced, self._compact_requested = self._compact_requested, False
+        if not forced and self.hook == "after_run":
+            return
+        trigger = self.compactor.trigger
+        fires = forced or trigger(self._metrics())
+        if fires and self.background is not None and self.background.pending:
+            event = await self._swap_in(view)
+            if event is not None:
+                result.compactions.append(event)
+                fires = forced or trigger(self._metrics())
+        if fires:
+            if forced:
+                stop: Trigger = TokensBelow(view.total_tokens // 2)
+                reason = "requested by the model (compact_context)"
+            else:
+                stop = _Shifted(self.compactor.target, self._offset)
+                reason = f"{trigger!r} fired at {self._metrics().total_tokens:,} tokens"
+            event = await self._compact(
+                self.compactor.strategy, stop, reason=reason, check_trigger=not forced
+            )
+            result.compactions.append(event)
+        if self.background is not None:
+            self.background.prepare(self._load(), self._metrics())
+
+    async def _swap_in(self, view: View) -> CompactionEvent | None:
+        assert self.background is not None
+        before_tokens, before_msgs = view.total_tokens, view.message_count
+        t0 = time.perf_counter()
+        outcome = await self.background.swap_in(view)
+        waited = time.perf_counter() - t0
+        if outcome != "used":
+            log.info("session %s: prepared compaction %s; compacting afresh", self.session, outcome)
+            return None
+        prepared = self.background.result
+        event = CompactionEvent(before_tokens, view.total_tokens, before_msgs, view.message_count)
+        event.seconds = waited
+        event.reason = "prepared in the background"
+        if isinstance(prepared, CompactionEvent):
+            event.steps = prepared.steps
+            event.model_calls = prepared.model_calls
+            event.model_input_tokens = prepared.model_input_tokens
+            event.model_output_tokens = prepared.model_output_tokens
+            event.fallbacks = prepared.fallbacks
+        self._after_compaction(view)
+        return event
+
+    async def _compact_snapshot(self, snapshot: View) -> CompactionEvent:
+        assert self.compactor is not None
+        stop = _Shifted(self.compactor.target, self._offset)
+        return await _run_compaction(
+            snapshot, self.compactor.strategy, stop, self.compactor.summarizer, "background", True
+        )
+
+    async def _compact(
+        self, strategy: StrategyLike, stop: Trigger, *, reason: str, check_trigger: bool
+    ) -> CompactionEvent:
+        view = self._load()
+        work = view.copy()
+        summarizer = self.compactor.summarizer if self.compactor else None
+        event = await _run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
+        self._view = work
+        self._after_compaction(work)
+        event.tokens_after, event.messages_after = work.total_tokens, work.message_count
+        log.info("session %s: %s", self.session, event.summary())
+        return event
+
+    def _after_compaction(self, view: View) -> None:
+        self._dirty = True
+        index = view.index
+        last = index.groups[-1] if index.groups else None
+        if last is not None and last.kind == "tool_call" and not view.is_original(last.index):
+            view.restore(last.index)  # the fresh tool results always reach the model
+            self._warn("a strategy removed the newest tool results; they were restored")
+        if self._recall:
+            _add_recall_notes(view)
+
+    async def _after_run(self, result: RunResult) -> None:
+        if self.compactor is not None and self.compactor.trigger(self._metrics()):
+            stop = _Shifted(self.compactor.target, self._offset)
+            reason = f"after the run: {self.compactor.trigger!r} fired"
+            event = await self._compact(
+                self.compactor.strategy, stop, reason=reason, check_trigger=True
+            )
+            result.compactions.append(event)
+        if self._dirty:
+            last = result.compactions[-1] if result.compactions else None
+            self._record(last)
+
+    def _record(self, event: CompactionEvent | None) -> None:
+        self.store.record_compaction(self.session, CompactionRecord.from_view(self._load(), event))
+        self._dirty = False
+
+    # -- state ----------------------------------------------------------------------
+
+    def _load(self) -> View:
+        if self._view is not None:
+            return self._view
+        self._view = self.store.current_view(self.session, tokenizer=self.tokenizer)
+        self._call_ids = {c.id for m in self._view.index.messages for c in m.tool_calls}
+        if self._view.index.message_count == 0 and self.system:
+            self._append([Message.system(self.system)])
+        self._close_open_calls()
+        return self._view
+
+    def _close_open_calls(self) -> None:
+        """A stored call left without its result (a crash mid-tool) gets an error result."""
+        index = self._load().index
+        if index.groups and index.groups[-1].pending:
+            g = index.groups[-1]
+            calls = index.messages[g.start].tool_calls
+            self._append([_interrupted(c) for c in calls if c.id in g.open_calls])
+
+    def _append(self, messages: Sequence[Message]) -> None:
+        index: MessageIndex = self._load().index
+        stored = index.extend(messages)
+        self._call_ids.update(c.id for m in stored for c in m.tool_calls)
+        self.store.append(self.session, stored)
+        if self._result is not None:
+            self._result.messages.extend(stored)
+
+    def _metrics(self) -> _Calibrated:
+        return _Calibrated(self._load(), self._offset)
+
+    def _warn(self, text: str) -> None:
+        log.warning("session %s: %s", self.session, text)
+        if self._result is not None:
+            self._result.warnings.append(text)
+
+    def _warn_if_near_limit(self, result: RunResult, tokens: int) -> None:
+        window = self.context_window
+        if not window or tokens <= self.warn_fraction * window:
+            return
+        text = (
+            f"context near its limit: {tokens:,} tokens is {tokens / window:.0%} of the "
+            f"{window:,}-token window (warn_fraction={self.warn_fraction})"
+        )
+        if text not in result.warnings:
+            self._warn(text)
+
+    def _add_tool(self, t: Tool) -> None:
+        if t.name in self.tools:
+            raise ConfigError(f"two tools are named {t.name!r}: rename one (tool(name=...))")
+        self.tools[t.name] = t
+
+    async def _run_settled(self, task: str | Message) -> RunResult:
+        try:
+            return await self.run(task)
+        finally:  # the event loop ends with run_sync: drop unfinished background work
+            if self.background is not None and not self.background.ready:
+                self.background.discard()
+
+    # -- tools the model gets --------------------------------------------------------
+
+    def _recall_tool(self) -> Tool:
+        agent = self
+
+        async def recall(query: str = "", ids: list[str] | None = None) -> str:
+            """Read archived original messages verbatim (tool output, files, errors that
+            were compacted away), by a search query or by the ids a summary lists.
+
+            Args:
+                query: words, an error message or a file path to search the archive for.
+                ids: message ids named in a summary of earlier conversation.
+            """
+            return await asyncio.to_thread(agent._recall_text, query, list(ids or ()))
+
+        return as_tool(recall)
+
+    def _recall_text(self, query: str, ids: list[str]) -> str:
+        if not query.strip() and not ids:
+            return "Error: give `query` (words, an error, a path) or `ids` from a summary."
+        found = self.store.recall(
+            self.session,
+            query or None,
+            ids=ids,
+            max_tokens=self.recall_tokens,
+            tokenizer=self.tokenizer,
+        )
+        if not found:
+            some = bool(ids and any(self.store.get(self.session, i) for i in ids))
+            some = some or bool(query.strip() and self.store.search(self.session, query, limit=1))
+            if some:
+                return (
+                    f"The matching messages are larger than the recall limit of "
+                    f"{self.recall_tokens:,} tokens; ask for fewer ids or a narrower query."
+                )
+            return f"Nothing in the archive matches {query or ids!r}."
+        parts = [f"Recalled {len(found)} original message(s), verbatim:"]
+        for m in found:
+            parts.append(f"--- {_label(m)} ---\n{_body(m)}")
+        return "\n".join(parts)
+
+    def _compact_tool(self) -> Tool:
+        agent = self
+
+        def compact_context(reason: str = "") -> str:
+            """Compact the conversation now to free context space; compacted messages stay
+            archived and can be read again with the recall tool.
+
+            Args:
+                reason: why, in a few words.
+            """
+            agent._compact_requested = True
+            return (
+                "OK: the conversation will be compacted before your next request; "
+                "originals stay archived (use recall to read them)."
+            )
+
+        return as_tool(compact_context)
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(model={getattr(self.model, 'name', self.model)!r}, tools={list(self.tools)}, "
+            f"session={self.session!r}, hook={self.hook!r})"
+        )
+
+
+async def _run_compaction(
+    view: View,
+    strategy: StrategyLike,
+    stop: Trigger,
+    summarizer: ChatModel | None,
+    reason: str,
+    check_trigger: bool,
+) -> CompactionEvent:
+    """Run `strategy` on `view` in place; what happened as a `CompactionEvent`."""
+    event = CompactionEvent(
+        view.total_tokens, view.total_tokens, view.message_count, view.message_count
+    )
+    event.reason = reason
+    ctx = CompactionContext(view, target=stop, summarizer=summarizer)
+    t0 = time.perf_counter()
+    await run_strategy(strategy, view, ctx, check_trigger=check_trigger)
+    event.seconds = time.perf_counter() - t0
+    event.tokens_after, event.messages_after = view.total_tokens, view.message_count
+    event.steps = list(ctx.steps)
+    for s in ctx.steps:
+        event.model_calls += s.model_calls
+        event.model_input_tokens += s.model_input_tokens
+        event.model_output_tokens += s.model_output_tokens
+        if s.fallback:
+            event.fallbacks.append(f"{s.strategy}: {s.fallback}")
+    return event
+
+
+def _add_recall_notes(view: View) -> None:
+    """Summaries say the originals can be recalled, and by which ids."""
+    for g in view.index.groups:
+        r = view.replacement(g.index)
+        if not r or not any(m.synthetic in _HINTED and RECALL_NOTE not in m.text for m in r):
+            continue
+        view.replace(g.index, [_with_note(m) if m.synthetic in _HINTED else m for m in r])
+
+
+def _with_note(m: Message) -> Message:
+    if RECALL_NOTE in m.text or not m.covers:
+        return m
+    ids = list(m.covers)
+    shown = ", ".join(ids if len(ids) <= _MAX_IDS else [*ids[:6], "…", *ids[-6:]])
+    note = f"{RECALL_NOTE} verbatim ({len(ids)} messages): {shown}]"
+    return m.evolve(content=f"{m.text}\n\n{note}" if m.text else note, covers=m.covers)
+
+
+def _normalize(message: Message, used: set[str]) -> Message:
+    """An assistant message whose calls have ids unused so far (tiny models skip or reuse them)."""
+    changes: dict[str, Any] = {}
+    if message.role != "assistant":
+        changes["role"] = "assistant"
+    seen: set[str] = set(used)
+    calls: list[ToolCall] = []
+    for c in message.tool_calls:
+        if not c.id or c.id in seen:
+            c = ToolCall(
+                id=f"call_{uuid.uuid4().hex[:12]}",
+                name=c.name,
+                arguments=c.arguments,
+                extra=c.extra,
+            )
+        seen.add(c.id)
+        calls.append(c)
+    if tuple(calls) != message.tool_calls or any(
+        a.id != b.id for a, b in zip(calls, message.tool_calls, strict=True)
+    ):
+        changes["tool_calls"] = tuple(calls)
+    return message.evolve(**changes) if changes else message
+
+
+def _interrupted(call: ToolCall) -> Message:
+    return Message.tool(
+        "Error: the tool call was interrupted before it returned a result.",
+        tool_call_id=call.id,
+        name=call.name,
+        metadata={"error": True},
+    )
+
+
+def _label(m: Message) -> str:
+    if m.role == "tool":
+        return f"id {m.id} · result of tool call {m.tool_call_id} ({m.name or 'tool'})"
+    return f"id {m.id} · {m.role}"
+
+
+def _body(m: Message) -> str:
+    calls = "\n".join(f"[call {c.name}({c.arguments})]" for c in m.tool_calls)
+    return "\n".join(x for x in (m.text, calls) if x)
+
+
+def _window(compactor: Compactor | None, model: Any) -> int | None:
+    trigger = compactor.trigger if compactor else None
+    if isinstance(trigger, ContextFraction):
+        return trigger.window
+    try:
+        return context_window(str(getattr(model, "name", "")))
+    except ConfigError:
+        return None

@@ -1,0 +1,361 @@
+"""The agent loop with a scripted model: checkpoints, hooks, tools, limits, recall."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from kompakt.agent import RECALL_NOTE, Agent, as_tool
+from kompakt.compactor import Compactor
+from kompakt.messages import Message, ToolCall
+from kompakt.models import ScriptedModel
+from kompakt.store import MemoryStore, SQLiteStore
+from kompakt.strategies import Summarize, Truncation
+from kompakt.tokens import CharEstimator
+from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.validation import find_problems
+
+
+def call(name: str, args: object = None, cid: str = "", raw: str | None = None) -> ToolCall:
+    arguments = raw if raw is not None else json.dumps(args or {})
+    return ToolCall(id=cid or f"c_{name}_{time.perf_counter_ns()}", name=name, arguments=arguments)
+
+
+def calls(*tool_calls: ToolCall) -> Message:
+    return Message.assistant("", tool_calls=tool_calls)
+
+
+def big_output(n: int) -> str:
+    return f"output {n}: " + ("lorem ipsum dolor sit amet " * 60)
+
+
+def read_log(n: int) -> str:
+    """Read log number n.
+
+    Args:
+        n: which log.
+    """
+    return big_output(n)
+
+
+def tool_loop(steps: int, answer: str = "done") -> list[object]:
+    return [calls(call("read_log", {"n": i}, cid=f"c{i}")) for i in range(steps)] + [answer]
+
+
+def small_compactor(limit: int = 600, min_preserved: int = 2) -> Compactor:
+    return Compactor(
+        trigger=TokensExceed(limit),
+        strategy=Truncation(min_preserved=min_preserved),
+        target=TokensBelow(limit // 2),
+    )
+
+
+def assert_valid(messages: list[Message]) -> None:
+    problems = find_problems(messages)
+    assert not problems, problems
+
+
+# -- checkpoints --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("min_preserved", [0, 2])
+def test_fresh_tool_results_reach_the_next_request_after_a_checkpoint(min_preserved: int) -> None:
+    model = ScriptedModel(tool_loop(6))
+    agent = Agent(model, tools=[read_log], compactor=small_compactor(600, min_preserved))
+    result = agent.run_sync("read the logs")
+    assert result.output == "done" and result.compactions
+    for i, request in enumerate(model.requests[1:]):
+        results = [m for m in request if m.role == "tool" and m.tool_call_id == f"c{i}"]
+        assert results and results[0].text == big_output(i), f"request {i + 1} lost results"
+        assert request[-1].tool_call_id == f"c{i}"  # and they are the newest thing sent
+        assert_valid(list(request))
+    assert any(len(r) < len(model.requests[-1]) + 5 for r in model.requests)
+    assert max(len(r) for r in model.requests) < 12  # the checkpoints did compact
+
+
+def test_pending_call_is_never_orphaned_even_when_cancelled(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def slow(seconds: float) -> str:
+        """Sleep."""
+        started.set()
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    store = SQLiteStore(tmp_path / "a.db")
+    model = ScriptedModel(
+        [calls(call("slow", {"seconds": 30}, cid="s1"), call("slow", {"seconds": 0}, cid="s2"))]
+    )
+
+    async def main() -> None:
+        agent = Agent(model, tools=[slow], store=store, session="s", compactor=small_compactor())
+        task = asyncio.create_task(agent.run("sleep"))
+        await started.wait()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    history = store.messages("s")
+    assert [m.role for m in history] == ["user", "assistant", "tool", "tool"]
+    assert {m.tool_call_id for m in history[2:]} == {"s1", "s2"}
+    assert_valid(history)
+    # a new agent on the session continues from a valid history
+    nxt = ScriptedModel("resumed")
+    assert Agent(nxt, store=store, session="s").run_sync("go on").output == "resumed"
+    assert_valid(list(nxt.requests[0]))
+
+
+def test_a_stored_dangling_call_is_closed_on_load() -> None:
+    store = MemoryStore()
+    store.append("s", [Message.user("x"), calls(call("read_log", {"n": 1}, cid="d1"))])
+    model = ScriptedModel("ok")
+    Agent(model, tools=[read_log], store=store, session="s").run_sync("continue")
+    assert_valid(list(model.requests[0]))
+    assert store.messages("s")[2].tool_call_id == "d1"
+
+
+def test_max_steps_ends_cleanly() -> None:
+    model = ScriptedModel(calls(call("read_log", {"n": 1})))  # calls a tool forever
+    agent = Agent(model, tools=[read_log], max_steps=3)
+    result = agent.run_sync("loop")
+    assert result.stopped_reason == "max_steps" and result.stopped
+    assert result.steps == 3 == len(model.requests) == len(result.usage)
+    assert result.messages[-1].role == "tool"  # the last call has its result
+    assert_valid(agent.history())
+    assert any("max_steps" in w for w in result.warnings)
+
+
+# -- tools --------------------------------------------------------------------------
+
+
+def test_tool_failures_become_error_results() -> None:
+    def boom(x: int) -> str:
+        """Always fails."""
+        raise ValueError(f"boom {x}")
+
+    model = ScriptedModel(
+        [
+            calls(
+                call("boom", {"x": 7}, cid="a"),
+                call("boom", raw='{"x": ', cid="b"),  # invalid JSON
+                call("boom", {"x": "seven"}, cid="c"),  # wrong type
+                call("nope", {}, cid="d"),  # unknown tool
+                call("boom", raw="[1, 2]", cid="e"),  # not an object
+            ),
+            "recovered",
+        ]
+    )
+    result = Agent(model, tools=[boom]).run_sync("try")
+    assert result.output == "recovered"
+    got = {m.tool_call_id: m.text for m in model.requests[1] if m.role == "tool"}
+    assert got["a"] == "Error: ValueError: boom 7"
+    assert got["b"].startswith("Error: arguments are not valid JSON")
+    assert got["c"].startswith("Error: invalid arguments: x:")
+    assert got["d"].startswith("Error: unknown tool 'nope'")
+    assert got["e"].startswith("Error: arguments must be a JSON object")
+
+
+def test_junk_calls_from_a_tiny_model_are_survived() -> None:
+    junk = Message.assistant(
+        "",
+        tool_calls=[
+            ToolCall(id="", name="read_log", arguments="n=3"),
+            ToolCall(id="", name="", arguments="{}"),
+        ],
+    )
+    model = ScriptedModel([junk, "ok"])
+    agent = Agent(model, tools=[read_log])
+    assert agent.run_sync("go").output == "ok"
+    assert_valid(agent.history())
+    ids = [c.id for c in agent.history()[1].tool_calls]
+    assert all(ids) and len(set(ids)) == 2
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_parallel_tool_calls_run_concurrently(kind: str) -> None:
+    async def wait_async(label: str) -> str:
+        """Wait."""
+        await asyncio.sleep(0.4)
+        return label
+
+    def wait_sync(label: str) -> str:
+        """Wait."""
+        time.sleep(0.4)
+        return label
+
+    fn = wait_async if kind == "async" else wait_sync
+    name = fn.__name__
+    model = ScriptedModel(
+        [calls(*(call(name, {"label": f"l{i}"}, cid=f"p{i}") for i in range(4))), "ok"]
+    )
+    agent = Agent(model, tools=[fn])
+    t0 = time.perf_counter()
+    agent.run_sync("wait")
+    elapsed = time.perf_counter() - t0
+    print(f"\n4 parallel {kind} tool calls of 0.4 s took {elapsed:.2f} s")
+    assert elapsed < 1.0
+    assert [m.text for m in model.requests[1] if m.role == "tool"] == ["l0", "l1", "l2", "l3"]
+
+
+def test_tool_schema_from_hints_and_docstring() -> None:
+    async def search(query: str, limit: int = 5, paths: list[str] | None = None) -> list[str]:
+        """Search the code.
+
+        Args:
+            query: what to look for.
+            limit: most hits.
+            paths: where to look.
+        """
+        return [query] * limit
+
+    t = as_tool(search)
+    assert t.description == "Search the code."
+    props = t.parameters["properties"]
+    assert props["query"] == {"type": "string", "description": "what to look for."}
+    assert props["limit"]["default"] == 5 and props["limit"]["type"] == "integer"
+    assert t.parameters["required"] == ["query"]
+    assert asyncio.run(t.run('{"query": "x", "limit": 2}')) == '["x","x"]'
+
+
+# -- hooks --------------------------------------------------------------------------
+
+
+def test_before_model_keeps_the_store_whole() -> None:
+    store = MemoryStore()
+    model = ScriptedModel(tool_loop(6))
+    agent = Agent(model, tools=[read_log], compactor=small_compactor(), store=store, session="s")
+    result = agent.run_sync("read")
+    assert result.compactions
+    assert store.messages("s") == result.messages  # every original, in order
+    assert store.compactions("s") == []
+    sent_last = len(model.requests[-1])
+    assert sent_last < len(result.messages)
+    fresh = ScriptedModel("ok")
+    Agent(fresh, store=store, session="s").run_sync("next")
+    assert len(fresh.requests[0]) == len(result.messages) + 1  # the whole history again
+
+
+def test_after_run_shrinks_what_the_next_run_sends(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "h.db")
+    model = ScriptedModel(tool_loop(6))
+    agent = Agent(
+        model,
+        tools=[read_log],
+        compactor=small_compactor(),
+        store=store,
+        session="s",
+        hook="after_run",
+    )
+    result = agent.run_sync("read")
+    # during the run nothing was compacted: requests only grew
+    sizes = [len(r) for r in model.requests]
+    assert sizes == sorted(sizes) and sizes[-1] == len(result.messages) - 1
+    assert len(result.compactions) == 1 and len(store.compactions("s")) == 1
+    assert len(store.messages("s")) == len(result.messages)  # originals all kept
+    fresh = ScriptedModel("ok")
+    tok = CharEstimator()
+    Agent(fresh, store=SQLiteStore(tmp_path / "h.db"), session="s").run_sync("next")
+    first = fresh.requests[0]
+    full = sum(tok.count_message(m) for m in store.messages("s"))
+    assert sum(tok.count_message(m) for m in first) < full // 2
+    assert first[-1].text == "next"
+
+
+def test_compact_now_between_phases_is_recorded() -> None:
+    store = MemoryStore()
+    model = ScriptedModel([*tool_loop(3, "phase 1 done"), "phase 2 done"])
+    agent = Agent(model, tools=[read_log], store=store, session="s")
+    agent.run_sync("phase 1: collect")
+    before = len(model.requests[-1])
+    event = agent.compact_now_sync(Truncation(min_preserved=1))
+    assert event.tokens_after < event.tokens_before
+    assert len(store.compactions("s")) == 1
+    agent.run_sync("phase 2: decide")
+    assert len(model.requests[-1]) < before
+
+
+# -- usage, warnings, calibration -----------------------------------------------------
+
+
+def test_usage_per_call_and_warning_near_the_window() -> None:
+    model = ScriptedModel(tool_loop(3))
+    agent = Agent(model, tools=[read_log], context_window=1000, warn_fraction=0.5)
+    result = agent.run_sync("read")
+    assert len(result.usage) == 4 and all(u.input_tokens > 0 for u in result.usage)
+    assert result.total_usage.input_tokens == model.input_tokens
+    assert any("context near its limit" in w for w in result.warnings)
+
+
+def test_provider_reported_tokens_calibrate_the_trigger() -> None:
+    """The provider bills ~4x what the estimator thinks: the trigger follows the provider."""
+
+    def run(model: ScriptedModel) -> int:
+        agent = Agent(model, tools=[read_log], compactor=small_compactor(2000), recall=False)
+        return len(agent.run_sync("read").compactions)
+
+    provider = ScriptedModel(tool_loop(4), tokenizer=CharEstimator(chars_per_token=1.0))
+    assert run(provider) >= 1
+
+    class Silent(ScriptedModel):  # reports no input tokens: only the estimate is used
+        async def _request(self, *a: object, **kw: object):  # type: ignore[no-untyped-def]
+            r = await super()._request(*a, **kw)  # type: ignore[arg-type]
+            return type(r)(r.message, type(r.usage)(0, r.usage.output_tokens))
+
+    assert run(Silent(tool_loop(4))) == 0
+
+
+# -- recall and compact_context ----------------------------------------------------------
+
+
+def test_summaries_mention_recall_and_recall_returns_verbatim_originals() -> None:
+    secret = "ImportError: cannot import name 'frobnicate' from 'pkg.util'"
+
+    def run_tests() -> str:
+        """Run the tests."""
+        return "collected 12 items\n" + ("." * 400) + "\n" + secret + "\n" + ("x" * 600)
+
+    step = iter(range(100))
+
+    def script(messages: list[Message]) -> Message | str:
+        n = next(step)
+        if n == 0:
+            return calls(call("run_tests", cid="t0"))
+        if n < 4:
+            return calls(call("read_log", {"n": n}, cid=f"c{n}"))
+        if n == 4:
+            return calls(call("recall", {"query": "frobnicate"}, cid="r1"))
+        return "found it"
+
+    summarizer = ScriptedModel("## Goal\n- fix the import")
+    compactor = Compactor(
+        trigger=TokensExceed(900),
+        strategy=Summarize(keep_last=2, summarizer=summarizer),
+        target=TokensBelow(500),
+    )
+    model = ScriptedModel(script)
+    agent = Agent(model, tools=[run_tests, read_log], compactor=compactor)
+    result = agent.run_sync("fix it")
+    assert result.output == "found it"
+    summaries = [m for r in model.requests for m in r if m.synthetic == "summary"]
+    assert summaries and RECALL_NOTE in summaries[-1].text
+    recalled = next(m for m in model.requests[-1] if m.tool_call_id == "r1")
+    assert secret in recalled.text and run_tests() in recalled.text  # verbatim
+    assert not any(secret in m.text for m in model.requests[-2] if m.tool_call_id == "t0")
+
+
+def test_compact_context_tool_compacts_before_the_next_request() -> None:
+    model = ScriptedModel(
+        [*tool_loop(4)[:-1], calls(call("compact_context", {"reason": "full"})), "ok"]
+    )
+    compactor = Compactor(trigger=TokensExceed(100_000), strategy=Truncation(min_preserved=1))
+    agent = Agent(model, tools=[read_log], compactor=compactor)
+    result = agent.run_sync("go")
+    assert [e.reason for e in result.compactions] == ["requested by the model (compact_context)"]
+    assert len(model.requests[-1]) < len(model.requests[-2])
+    assert model.requests[-1][-1].text.startswith("OK: the conversation will be compacted")
