@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import Annotated
 
-import click
 import typer
 
 from kompakt import __version__
@@ -23,6 +22,9 @@ from kompakt.cli.inspect import inspect_command
 from kompakt.cli.replay import replay_command
 
 __all__ = ["app", "main"]
+
+# typer vendors click; its exceptions are what a typer app raises
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 app = typer.Typer(
     name="kompakt",
@@ -70,14 +72,16 @@ app.command("batch")(batch_command)
 def _run(args: list[str]) -> int:
     try:
         code = app(args=args, prog_name="kompakt", standalone_mode=False)
-    except click.UsageError as exc:
+    except NoArgsIsHelpError:
+        return 0
+    except UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "kompakt"
         sys.stderr.write(f"kompakt: error: {exc.format_message()} (see: {where} --help)\n")
         return EXIT_USAGE
-    except click.exceptions.Abort:
+    except typer.Abort:
         sys.stderr.write("kompakt: aborted\n")
         return 130
-    except click.ClickException as exc:
+    except ClickException as exc:
         sys.stderr.write(f"kompakt: error: {exc.format_message()}\n")
         return exc.exit_code
     return code if isinstance(code, int) else 0

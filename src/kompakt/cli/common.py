@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from kompakt.errors import ConfigError
+from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.eval.compactors import (
     DEFAULT_TARGET,
     compactor_from_config,
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kompakt.formats import Conversation
 
 __all__ = [
+    "budget_error",
     "build_compactor",
     "count_tokens",
     "err_console",
@@ -34,7 +35,8 @@ __all__ = [
     "resolve_budget",
 ]
 
-out_console = Console(soft_wrap=False)
+# Not a terminal (a pipe, a file, CI): wide enough for the side-by-side tables.
+out_console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True)
 
 
@@ -92,4 +94,16 @@ def build_compactor(
         target=target,
         tokenizer=tokenizer,
         summarizer=load_model(model),
+    )
+
+
+def budget_error(exc: BudgetImpossible, budget: int | None, target: float) -> ConfigError:
+    """Restate a `BudgetImpossible` in terms of the options the user gave."""
+    parts = ", ".join(f"{k} {v:,}" for k, v in exc.breakdown.items() if v)
+    given = (
+        f"--budget {budget:,} x --target {target:g} = {exc.budget:,}" if budget else "the budget"
+    )
+    return ConfigError(
+        f"{given} tokens cannot hold what must be kept: {exc.required:,} tokens ({parts}); "
+        "raise --budget or --target"
     )

@@ -63,7 +63,7 @@ def _describe(exc: BaseException) -> tuple[str, int]:
     if isinstance(exc, json.JSONDecodeError):
         return f"input is not valid JSON: {exc}", EXIT_USAGE
     if isinstance(exc, (InputError, BudgetImpossible, MissingDependency)):
-        return str(exc), EXIT_USAGE
+        return str(exc).replace("pass format=", "pass --format"), EXIT_USAGE
     if isinstance(exc, KompaktError):
         return str(exc), EXIT_FAILURE
     return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)", EXIT_FAILURE

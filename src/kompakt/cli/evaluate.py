@@ -51,7 +51,7 @@ def print_eval(result: EvalResult) -> None:
     t.add_column("budget", justify="right")
     for kind in KINDS:
         t.add_column(kind, justify="right")
-    for col in ("tokens kept", "compactions", "model calls", "summ. tokens", "errors"):
+    for col in ("kept", "compactions", "model calls", "summarizer tokens", "errors"):
         t.add_column(col, justify="right")
     last = None
     for r in result.rows():

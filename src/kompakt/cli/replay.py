@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kompakt.cli.common import (
+    budget_error,
     build_compactor,
     count_tokens,
     err_console,
@@ -21,6 +22,7 @@ from kompakt.cli.common import (
     resolve_budget,
 )
 from kompakt.cli.errors import handled
+from kompakt.errors import BudgetImpossible
 from kompakt.eval.compactors import DEFAULT_TARGET
 from kompakt.eval.replay import CompactorLike, ReplayEvent, ReplayResult, replay
 from kompakt.eval.report import replay_report
@@ -238,15 +240,18 @@ def replay_command(
             model=model,
             tokenizer=tok,
         )
-        result = run_replay(
-            messages,
-            compactor,
-            tokenizer=tok,
-            source=file,
-            budget=tokens,
-            strategy=strategy or ("config" if config else "budgeted"),
-            progress=not json_out,
-        )
+        try:
+            result = run_replay(
+                messages,
+                compactor,
+                tokenizer=tok,
+                source=file,
+                budget=tokens,
+                strategy=strategy or ("config" if config else "budgeted"),
+                progress=not json_out,
+            )
+        except BudgetImpossible as exc:
+            raise budget_error(exc, tokens, target) from exc
         written = write_report(replay_report(result), report) if report else None
         if json_out:
             data: dict[str, Any] = result.to_dict()

@@ -1,0 +1,267 @@
+"""Every command through typer's runner and through a real ``python -m kompakt``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clihelp import (
+    EXPECTED,
+    MINI,
+    SMALL,
+    SWE,
+    assert_one_line_error,
+    bad_inputs,
+    invoke,
+    run,
+)
+
+import kompakt
+from kompakt.index import MessageIndex
+from kompakt.tokens import CharEstimator
+
+pytestmark = pytest.mark.skipif(not SMALL.is_file(), reason=f"transcripts missing: {SMALL}")
+
+SWE_FC = SWE / "function_calling_simple.traj"
+
+
+# -- replay -------------------------------------------------------------------------
+
+
+def test_replay_json_on_a_real_run(tmp_path: Path) -> None:
+    report = tmp_path / "r.html"
+    r = invoke("replay", str(SMALL), "--budget", "4000", "--json", "--report", str(report))
+    assert r.code == 0, r.stderr
+    data = r.json()
+    steps = data["steps"]
+    assistants = sum(1 for m in kompakt.load(SMALL) if m.role == "assistant")
+    assert len(steps) == assistants + 1  # one per recorded model call, and the end
+    assert [s["tokens_full"] for s in steps] == sorted(s["tokens_full"] for s in steps)
+    assert data["summary"]["peak_tokens_full"] > 4000
+    assert all(s["tokens_sent"] <= 4000 for s in steps)  # the default pipeline holds it
+    assert data["events"], "a 17k-token run under 4k must compact"
+    for e in data["events"]:
+        assert e["tokens_after"] < e["tokens_before"]
+        assert e["groups_dropped"] + e["groups_collapsed"] + e["groups_summarized"] > 0
+    kinds = {a["kind"]: a for a in data["artifacts"]}
+    assert set(kinds) == {"path", "command", "error", "identifier"}
+    assert kinds["command"]["total"] == 37
+    for a in kinds.values():  # nothing is lost for good: what is not visible, recall has
+        assert a["visible"] + a["recoverable"] == a["total"]
+    assert data["report"] == str(report) and "<svg" in report.read_text()
+
+
+def test_replay_rich_output_and_config(tmp_path: Path) -> None:
+    config = tmp_path / "setup.toml"
+    config.write_text(
+        '[trigger]\ntokens = 6000\n[target]\ntokens = 3000\n[[strategy]]\nname = "truncation"\n'
+    )
+    r = invoke("replay", str(SMALL), "--config", str(config))
+    assert r.code == 0, r.stderr
+    assert "Compaction events" in r.stdout and "Still visible at the end" in r.stdout
+    assert "peak context with" in r.stdout
+
+
+def test_replay_with_the_digest_and_a_fraction_budget() -> None:
+    r = invoke("replay", str(SMALL), "--budget", "0.3", "--strategy", "digest", "--json")
+    assert r.code == 0, r.stderr
+    data = r.json()
+    assert data["budget"] == int(MessageIndex(kompakt.load(SMALL)).total_tokens * 0.3)
+    assert any(e["groups_summarized"] for e in data["events"])
+
+
+def test_replay_on_swe_agent_trajectory() -> None:
+    r = invoke("replay", str(SWE_FC), "--budget", "0.8", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["messages"] > 5
+
+
+def test_replay_subprocess(tmp_path: Path) -> None:
+    r = run("replay", str(SMALL), "--budget", "0.25", "--report", "out.html", cwd=tmp_path)
+    assert r.code == 0, r.stderr
+    assert "Still visible at the end" in r.stdout
+    assert (tmp_path / "out.html").is_file()
+
+
+# -- demo ---------------------------------------------------------------------------
+
+
+def test_demo_runner_writes_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "demo.html"
+    r = invoke("demo", "--output", str(out))
+    assert r.code == 0, r.stderr
+    html = out.read_text()
+    assert html.count('class="pt"') > 40 and "kompakt demo" in html
+    assert str(out) in r.stdout.replace("\n", "")
+
+
+def test_demo_subprocess_offline_and_fast(tmp_path: Path) -> None:
+    import time
+
+    t0 = time.perf_counter()
+    r = run("demo", cwd=tmp_path, timeout=60)
+    took = time.perf_counter() - t0
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "kompakt-demo.html").stat().st_size > 5_000
+    assert "kompakt-demo.html" in r.stdout
+    assert took < 30, f"demo took {took:.1f} s"
+
+
+# -- inspect ------------------------------------------------------------------------
+
+
+def test_inspect_json_adds_up() -> None:
+    r = invoke("inspect", str(SMALL), "--json")
+    assert r.code == 0, r.stderr
+    data = r.json()
+    assert data["format"] == "mini-swe-agent"
+    assert sum(k["tokens"] for k in data["by_kind"].values()) == data["tokens"]
+    assert (
+        data["tokens"] == MessageIndex(kompakt.load(SMALL), tokenizer=CharEstimator()).total_tokens
+    )
+    assert data["tools"][0]["name"] == "bash" and data["tools"][0]["calls"] == 38
+    sizes = [m["tokens"] for m in data["largest"]]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 10
+    assert data["problems"] == {"openai": [], "anthropic": []}
+
+
+def test_inspect_tables_and_subprocess() -> None:
+    r = run("inspect", str(SWE_FC))
+    assert r.code == 0, r.stderr
+    for title in ("Tokens by group kind", "Largest messages", "Tool calls", "Validation"):
+        assert title in r.stdout
+
+
+def test_inspect_reports_validation_problems(tmp_path: Path) -> None:
+    orphan = tmp_path / "orphan.json"
+    orphan.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "x", "content": "1"},
+            ]
+        )
+    )
+    data = invoke("inspect", str(orphan), "--json").json()
+    assert data["problems"]["openai"] and "message 1" in data["problems"]["openai"][0]
+
+
+# -- compact ------------------------------------------------------------------------
+
+
+def test_compact_keeps_the_format_and_the_budget(tmp_path: Path) -> None:
+    out = tmp_path / "small.traj.json"
+    r = invoke("compact", str(SMALL), "--budget", "3000", "-o", str(out))
+    assert r.code == 0, r.stderr
+    conv = kompakt.load(out)
+    assert conv.format == "mini-swe-agent"
+    assert json.loads(out.read_text())["info"] == json.loads(SMALL.read_text())["info"]
+    assert MessageIndex(conv).total_tokens <= 3000
+    kompakt.validate(conv, dialect="openai")
+
+
+def test_compact_stdin_to_stdout_and_to_another_format() -> None:
+    doc = kompakt.dump(kompakt.load(SMALL), "openai")
+    text = json.dumps(doc["messages"] if isinstance(doc, dict) else doc)
+    r = run("compact", "-", "--budget", "0.3", "--to", "anthropic", stdin=text)
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert "messages" in out and out["messages"][0]["role"] == "user"
+    assert "compacted" in r.stderr
+    assert kompakt.detect_format(out) == "anthropic"
+
+
+def test_compact_with_config(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("budget = 5000\n")
+    out = tmp_path / "o.json"
+    r = invoke("compact", str(SMALL), "--config", str(config), "-o", str(out))
+    assert r.code == 0, r.stderr
+    assert MessageIndex(kompakt.load(out)).total_tokens <= 5000
+
+
+# -- eval ---------------------------------------------------------------------------
+
+
+def test_eval_compares_the_four_strategies_at_three_budgets(tmp_path: Path) -> None:
+    files = [
+        str(MINI / n) for n in ("django__django-13658.traj.json", "django__django-12497.traj.json")
+    ]
+    report = tmp_path / "eval.html"
+    r = run("eval", *files, "--budget", "0.5,0.2,0.1", "--report", str(report))
+    assert r.code == 0, r.stderr
+    for name in ("truncation", "collapse", "budgeted", "digest", "50%", "20%", "10%"):
+        assert name in r.stdout
+    assert "value" in r.stdout and "command" in r.stdout
+    html = report.read_text()
+    assert html.count("<svg") >= 4  # three survival charts + context over the run
+
+
+def test_eval_json_numbers_are_consistent() -> None:
+    r = invoke(
+        "eval", str(SMALL), "--budget", "0.5,0.2", "--strategies", "truncation,budgeted", "--json"
+    )
+    assert r.code == 0, r.stderr
+    data = r.json()
+    assert len(data["rows"]) == 4 and len(data["cells"]) == 4
+    for cell in data["cells"]:
+        assert cell["final_tokens"] <= cell["budget_tokens"]
+        for visible, total in cell["counts"].values():
+            assert 0 <= visible <= total
+        assert sum(cell["counts"][k][1] for k in ("value", "constraint", "decision")) == 6
+    rows = {(x["strategy"], x["budget"]): x for x in data["rows"]}
+    assert rows[("budgeted", "50%")]["tokens_kept"] > rows[("budgeted", "20%")]["tokens_kept"]
+
+
+def test_eval_unknown_strategy_is_a_usage_error() -> None:
+    r = invoke("eval", str(SMALL), "--strategies", "truncation,nonsense")
+    assert_one_line_error(r, "nonsense")
+
+
+# -- bad input: one line, exit 2, no traceback, on every command ------------------
+
+COMMANDS = {
+    "replay": ["--budget", "1000"],
+    "inspect": [],
+    "compact": ["--budget", "1000"],
+    "eval": ["--budget", "0.5"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("kind", ["missing", "unknown", "malformed"])
+def test_bad_input_runner(tmp_path: Path, command: str, kind: str) -> None:
+    path = bad_inputs(tmp_path)[kind]
+    r = invoke(command, str(path), *COMMANDS[command])
+    assert_one_line_error(r, *EXPECTED[kind])
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_bad_input_subprocess(tmp_path: Path, command: str) -> None:
+    for kind, path in bad_inputs(tmp_path).items():
+        r = run(command, str(path), *COMMANDS[command], cwd=tmp_path)
+        assert_one_line_error(r, *EXPECTED[kind])
+
+
+def test_bad_input_batch_and_usage_errors(tmp_path: Path) -> None:
+    assert_one_line_error(run("batch", str(tmp_path / "nope"), "-o", str(tmp_path / "o")), "nope")
+    assert_one_line_error(run("replay", str(SMALL), "--budget", "lots"), "--budget")
+    assert_one_line_error(run("replay", str(SMALL), "--bogus"), "--bogus")
+    assert_one_line_error(run("compact", str(SMALL)), "--budget is required")
+    assert_one_line_error(run("replay", str(SMALL), "--budget", "100", "--strategy", "zzz"), "zzz")
+    assert_one_line_error(run("replay", str(SMALL), "--budget", "10"), "cannot hold")
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    r = run("--debug", "inspect", str(bad_inputs(tmp_path)["malformed"]))
+    assert r.code != 0 and "Traceback" in r.stderr and "MessageError" in r.stderr
+
+
+def test_help_on_every_command_has_an_example() -> None:
+    for command in ("replay", "demo", "inspect", "compact", "eval", "batch"):
+        r = invoke(command, "--help")
+        assert r.code == 0
+        assert "Example: kompakt " + command in " ".join(r.stdout.split()), command
+    r = run("--help")
+    assert r.code == 0 and "Exit codes" in r.stdout
