@@ -99,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "ChatModel": "kompakt.models",
     "ChatResponse": "kompakt.models",
     "Usage": "kompakt.models",
+    "ToolSpec": "kompakt.models",
     "OpenAIModel": "kompakt.models",
     "AnthropicModel": "kompakt.models",
     "LocalModel": "kompakt.models",

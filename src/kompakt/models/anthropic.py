@@ -1,0 +1,150 @@
+"""`AnthropicModel`: Claude models on the `anthropic` SDK.
+
+Tools are passed as Anthropic tools; structured output is asked for with a forced
+``answer`` tool whose input schema is the JSON schema (the answer's text is that
+tool input as JSON), or, when other tools are in play, with a JSON instruction.
+
+>>> AnthropicModel("claude-haiku-4-5").name
+'anthropic:claude-haiku-4-5'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kompakt.messages import Message, ToolCall
+from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicModel"]
+
+ANSWER_TOOL = "answer"
+
+
+class AnthropicModel(BaseChatModel):
+    """A Claude model.
+
+    Args:
+        model: the model name (``claude-haiku-4-5``, ``claude-sonnet-4-5``...).
+        api_key: the key (default ``ANTHROPIC_API_KEY``).
+        base_url: another endpoint (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
+        timeout: seconds one attempt may take.
+        max_retries: retries of transient failures (connection, timeout, 429, 5xx, 529).
+        default_max_tokens: the answer limit when a call gives none (the API needs one).
+        temperature: sampling temperature.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        default_max_tokens: int = 2048,
+        temperature: float | None = 0.0,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            name=name or f"anthropic:{model}", timeout=timeout, max_retries=max_retries
+        )
+        self.model = model
+        self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.default_max_tokens = default_max_tokens
+        self.temperature = temperature
+        self._client: AsyncAnthropic | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> AsyncAnthropic:
+        """The SDK client for the running event loop."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from anthropic import AsyncAnthropic
+
+            self._client = AsyncAnthropic(
+                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None,
+        response_format: Mapping[str, Any] | None,
+        max_tokens: int | None,
+    ) -> ChatResponse:
+        from kompakt.formats.anthropic import to_anthropic
+
+        doc = to_anthropic(messages, provider=True)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": doc["messages"],
+            "max_tokens": max_tokens or self.default_max_tokens,
+        }
+        system = doc.get("system")
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        specs = [_tool(t) for t in tools or ()]
+        forced = response_format is not None and not specs
+        if forced:
+            assert response_format is not None
+            specs.append(
+                {
+                    "name": ANSWER_TOOL,
+                    "description": "Give your answer.",
+                    "input_schema": dict(response_format),
+                }
+            )
+            kwargs["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
+        elif response_format is not None:
+            note = "Answer with only a JSON object matching this JSON schema:\n" + json.dumps(
+                dict(response_format)
+            )
+            system = f"{_system_text(system)}\n\n{note}".strip()
+        if specs:
+            kwargs["tools"] = specs
+        if system:
+            kwargs["system"] = system
+        resp = await self.client().messages.create(**kwargs)
+        text, calls = _read(resp.content, forced)
+        message = Message.assistant(
+            text, tool_calls=calls, metadata={"stop_reason": resp.stop_reason, "model": resp.model}
+        )
+        return ChatResponse(message, Usage(resp.usage.input_tokens, resp.usage.output_tokens))
+
+
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    return {"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
+
+
+def _system_text(system: Any) -> str:
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return ""
+
+
+def _read(blocks: Sequence[Any], forced: bool) -> tuple[str, list[ToolCall]]:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for b in blocks:
+        kind = getattr(b, "type", None)
+        if kind == "text":
+            texts.append(b.text)
+        elif kind == "tool_use":
+            args = json.dumps(b.input, ensure_ascii=False)
+            if forced and b.name == ANSWER_TOOL:
+                return args, []
+            calls.append(ToolCall(id=b.id, name=b.name, arguments=args))
+    return "".join(texts), calls

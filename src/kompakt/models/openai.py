@@ -1,0 +1,169 @@
+"""`OpenAIModel`: any OpenAI-compatible chat completions server, on the `openai` SDK.
+
+That covers OpenAI itself and, through `base_url`, Ollama, vLLM, LM Studio and
+llama.cpp's server. Tools are passed as functions; a JSON schema asks for structured
+output (``response_format`` ``json_schema``), falling back to ``json_object`` with the
+schema in the prompt for servers that lack it.
+
+>>> model = OpenAIModel("qwen3", base_url="http://localhost:8080/v1")
+>>> model.name, model.base_url
+('openai:qwen3', 'http://localhost:8080/v1')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kompakt.messages import Message, ToolCall
+from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+from kompakt.tokens import CharEstimator
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIModel"]
+
+_NO_KEY = "not-needed"  # local servers take any key; the SDK insists on one
+
+
+class OpenAIModel(BaseChatModel):
+    """A model behind an OpenAI-compatible API.
+
+    Args:
+        model: the model name the server knows (``gpt-4.1-mini``, ``qwen3``...).
+        base_url: the server (default ``OPENAI_BASE_URL`` or OpenAI's own).
+        api_key: the key (default ``OPENAI_API_KEY``; local servers need none).
+        timeout: seconds one attempt may take.
+        max_retries: retries of transient failures (connection, timeout, 429, 5xx),
+            with exponential backoff.
+        temperature: sampling temperature (0 keeps summaries stable).
+        extra_body: extra request fields for server-specific options.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = 60.0,
+        max_retries: int = 2,
+        temperature: float | None = 0.0,
+        extra_body: Mapping[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name or f"openai:{model}", timeout=timeout, max_retries=max_retries)
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        self.temperature = temperature
+        self.extra_body = dict(extra_body or {})
+        self.json_schema_supported: bool | None = None
+        """None until a server answered a schema request; False once it refused one."""
+        self._client: AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> AsyncOpenAI:
+        """The SDK client for the running event loop (a client is bound to its loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from openai import AsyncOpenAI
+
+            key = self.api_key or (_NO_KEY if self.base_url else None)
+            self._client = AsyncOpenAI(
+                api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def _request(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None,
+        response_format: Mapping[str, Any] | None,
+        max_tokens: int | None,
+    ) -> ChatResponse:
+        from openai import BadRequestError
+
+        from kompakt.formats.openai import to_openai
+
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai(messages, provider=True),
+        }
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        if tools:
+            kwargs["tools"] = [_tool(t) for t in tools]
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        if response_format is not None and self.json_schema_supported is not False:
+            kwargs["response_format"] = _json_schema(response_format)
+            try:
+                return await self._send(kwargs, messages)
+            except BadRequestError as exc:
+                if "response_format" not in str(exc) and "json_schema" not in str(exc):
+                    raise
+                self.json_schema_supported = False
+        if response_format is not None:  # the server lacks json_schema: JSON mode + the schema
+            kwargs["response_format"] = {"type": "json_object"}
+            kwargs["messages"] = [
+                *kwargs["messages"],
+                {"role": "system", "content": _schema_instruction(response_format)},
+            ]
+        return await self._send(kwargs, messages)
+
+    async def _send(self, kwargs: dict[str, Any], messages: Sequence[Message]) -> ChatResponse:
+        resp = await self.client().chat.completions.create(**kwargs)
+        if not resp.choices:
+            return ChatResponse(Message.assistant(""), _estimate(messages, ""))
+        choice = resp.choices[0]
+        out = choice.message
+        calls = [
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+            for c in (out.tool_calls or [])
+            if getattr(c, "function", None) is not None
+        ]
+        message = Message.assistant(
+            out.content or "",
+            tool_calls=calls,
+            metadata={"finish_reason": choice.finish_reason, "model": resp.model},
+        )
+        if resp.usage is None:
+            return ChatResponse(message, _estimate(messages, message.text))
+        return ChatResponse(
+            message, Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens or 0)
+        )
+
+
+def _tool(t: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+    }
+
+
+def _json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": dict(schema), "strict": False},
+    }
+
+
+def _schema_instruction(schema: Mapping[str, Any]) -> str:
+    return "Answer with only a JSON object matching this JSON schema:\n" + json.dumps(
+        dict(schema), separators=(",", ":")
+    )
+
+
+def _estimate(messages: Sequence[Message], answer: str) -> Usage:
+    """Usage when the server reports none: a character estimate, never nothing."""
+    tok = CharEstimator()
+    return Usage(sum(tok.count_message(m) for m in messages), tok.count_text(answer))
