@@ -30,7 +30,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kompakt.messages import Message, Part, ToolCall
+from kompakt.messages import Message, Part, Role, ToolCall
 
 __all__ = ["IMAGE_PART", "conversations", "texts"]
 
@@ -72,7 +72,7 @@ def conversations(
     """A random valid conversation (see the module docstring for the parameters)."""
     msgs: list[Message] = []
     for _ in range(draw(st.integers(0, max_systems))):
-        role = draw(st.sampled_from(["system", "system", "developer"]))
+        role: Role = draw(st.sampled_from(["system", "system", "developer"]))
         msgs.append(Message(role=role, content=(Part(text=draw(texts())),)))
     calls = iter(range(1_000_000))
     n_turns = draw(st.integers(min_turns, max_turns))

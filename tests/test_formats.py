@@ -194,6 +194,8 @@ def test_openai_provider_mode_modernises_legacy_calls() -> None:
     assert "function_call" not in out[8] and out[8]["tool_calls"][0]["function"]["name"] == "old"
     assert out[9]["role"] == "tool" and out[9]["tool_call_id"] == out[8]["tool_calls"][0]["id"]
     assert "provider_specific_fields" not in out[3] and "extra" not in out[4]
+    assert out[9] == {"role": "tool", "content": "legacy result", "tool_call_id": "legacy_call_8"}
+    assert out[0]["name"] == "rules"
 
 
 def test_openai_request_document_keeps_its_envelope() -> None:

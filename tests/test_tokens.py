@@ -125,7 +125,7 @@ def test_hf_tokenizer_from_a_file(tmp_path: Path) -> None:
 
     vocab = {"[UNK]": 0, "hello": 1, "world": 2}
     hf = HF(WordLevel(vocab=vocab, unk_token="[UNK]"))
-    hf.pre_tokenizer = Whitespace()  # type: ignore[assignment]
+    hf.pre_tokenizer = Whitespace()
     path = tmp_path / "tokenizer.json"
     hf.save(str(path))
     tok = HFTokenizer(path)

@@ -69,7 +69,10 @@ def validate(messages: Iterable[Message] | Any, dialect: Dialect = "openai") -> 
 
 
 def find_problems(messages: Iterable[Message] | Any, dialect: Dialect = "openai") -> list[Problem]:
-    """Every rule the conversation breaks for `dialect`, ordered by message index, then rule (as in `RULES`)."""
+    """Every rule the conversation breaks for `dialect`.
+
+    Ordered by message index, then by rule (in the order of `RULES`).
+    """
     if dialect not in ("openai", "anthropic"):
         raise ConfigError(f"`dialect` must be 'openai' or 'anthropic', got {dialect!r}")
     msgs = _messages(messages)

@@ -44,10 +44,10 @@ def from_mini_swe_agent(doc: Any) -> tuple[list[Message], dict[str, Any] | None,
     chat: list[tuple[int, Any]] = []
     records: Records = []
     for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or not isinstance(item.get("role"), str):
-            raise MessageError(
-                i, "role", "a string", item.get("role") if isinstance(item, Mapping) else item
-            )
+        if not isinstance(item, Mapping):
+            raise MessageError(i, "message", "an object with a 'role'", item)
+        if not isinstance(item.get("role"), str):
+            raise MessageError(i, "role", "a string", item.get("role"))
         if item["role"] in OPENAI_ROLES:
             chat.append((i, item))
         else:

@@ -268,7 +268,7 @@ def message_to_openai(
     content = _render_content(m, h, provider, index)
     if content is not _ABSENT:
         d["content"] = content
-    if m.name is not None:
+    if m.name is not None and (not provider or m.role != "tool"):  # tool results take no name
         d["name"] = m.name
     if m.tool_calls:
         if legacy == "function_call" and len(m.tool_calls) == 1:
