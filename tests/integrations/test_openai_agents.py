@@ -21,6 +21,7 @@ from kompakt import Budgeted, Compactor, TokensExceed
 from kompakt.integrations.openai_agents import (
     KompaktSession,
     from_openai_agents,
+    model_input_filter,
     to_openai_agents,
 )
 from kompakt.store import MemoryStore, SQLiteStore
@@ -208,3 +209,32 @@ async def test_limit_pop_and_clear() -> None:
     await session.clear_session()
     assert await session.get_items() == []
     assert session.store.count("s1") == 4  # nothing is deleted (4 kompakt messages)
+
+
+async def test_model_input_filter_compacts_within_one_long_run() -> None:
+    steps = [
+        ModelStep(output=[function_call("read_file", {"path": f"f{s}.py"}, call_id=f"c{s}")])
+        for s in range(12)
+    ]
+    model = ScriptedModel([*steps, ModelStep(output=[assistant_message("done", item_id="m")])])
+    agent = Agent(name="debugger", instructions="You debug.", model=model, tools=[read_file])
+    kompakt_input = model_input_filter(_compactor())
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=kompakt_input)
+    session = KompaktSession("s1")
+    result = await Runner.run(
+        agent, "read f0..f11", session=session, run_config=config, max_turns=20
+    )
+
+    assert result.final_output == "done"
+    inputs = [[_plain(i) for i in call.input] for call in model.calls]
+    compacted = 0
+    for made, request in enumerate(inputs):
+        assert_valid_history(from_openai_agents(request))
+        outputs = [i for i in request if i.get("type") == "function_call_output"]
+        compacted += len(outputs) < made
+        if made:
+            assert outputs[-1]["call_id"] == f"c{made - 1}"  # the fresh result always arrives
+    assert compacted >= 3
+    assert kompakt_input.mirror.events  # type: ignore[attr-defined]
+    # the session still received every original
+    assert tool_result_count(session.store.messages("s1")) == 12

@@ -73,13 +73,23 @@ class Mirror:
 
     `convert(obj, position)` turns one framework message into kompakt messages (several
     when the framework packs several into one, as Pydantic AI's requests do); `render`
-    turns kompakt messages back into framework messages.
+    turns kompakt messages back into framework messages. Messages seen before are
+    recognised by identity, or by `same(old, new)` when given (for sources rebuilt on
+    every call).
     """
 
-    def __init__(self, compactor: Any, convert: Convert, render: Render) -> None:
+    def __init__(
+        self,
+        compactor: Any,
+        convert: Convert,
+        render: Render,
+        *,
+        same: Callable[[Any, Any], bool] | None = None,
+    ) -> None:
         self.template = compactor
         self._convert = convert
         self._render = render
+        self._same = same
         self.events: list[Any] = []
         """Every `CompactionEvent` so far, oldest first."""
         self._reset()
@@ -101,7 +111,11 @@ class Mirror:
         """
         seen = self._source
         n = len(seen)
-        if len(source) < n or any(a is not b for a, b in zip(seen, source, strict=False)):
+        same = self._same
+        if len(source) < n or any(
+            a is not b and (same is None or not same(a, b))
+            for a, b in zip(seen, source, strict=False)
+        ):
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):

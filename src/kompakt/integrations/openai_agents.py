@@ -10,6 +10,9 @@ Install with ``pip install "kompakt[openai-agents]"``.
   (`MemoryStore` by default, `SQLiteStore` to persist): `add_items` appends originals,
   `get_items` returns the compacted history, and every original stays in the store
   (searchable, recallable). Compactions are recorded in the store.
+* `model_input_filter` compacts within one long run: pass it as
+  ``RunConfig(call_model_input_filter=...)`` and every model call of the run is sent a
+  compacted input (the run's items and the session keep every original).
 
 ```python
 from agents import Agent, Runner
@@ -25,13 +28,14 @@ result = await Runner.run(agent, "fix the failing test", session=session)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kompakt.integrations._bridge import Mirror
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
-__all__ = ["KompaktSession", "from_openai_agents", "to_openai_agents"]
+__all__ = ["KompaktSession", "from_openai_agents", "model_input_filter", "to_openai_agents"]
 
 _KEY = "openai_agents"
 _TEXT_BLOCKS = ("input_text", "output_text")
@@ -373,6 +377,30 @@ class KompaktSession:
         """Start the session afresh (its originals stay in the store)."""
         async with self._lock:
             self._save_state({"start": self.store.count(self.session_id), "hidden": []})
+
+
+def model_input_filter(compactor: Any) -> Callable[[Any], Awaitable[Any]]:
+    """A ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
+
+    ```python
+    config = RunConfig(call_model_input_filter=model_input_filter(compactor))
+    await Runner.run(agent, "fix the failing test", run_config=config)
+    ```
+    """
+    mirror = Mirror(compactor, lambda m, pos: [m], list, same=_same_message)
+
+    async def kompakt_input(data: Any) -> Any:
+        model_data = data.model_data
+        mirror.sync(from_openai_agents([_plain(i) for i in model_data.input]))
+        await mirror.acompact()
+        return replace(model_data, input=to_openai_agents(mirror.render()))
+
+    kompakt_input.mirror = mirror  # type: ignore[attr-defined]
+    return kompakt_input
+
+
+def _same_message(a: Message, b: Message) -> bool:
+    return a.id == b.id and a.digest == b.digest
 
 
 def _plain(item: Any) -> dict[str, Any]:
