@@ -357,8 +357,13 @@ class Agent:
         return event
 
     async def _compact_snapshot(self, snapshot: View) -> CompactionEvent:
+        """Compact a snapshot as if the history had already grown to the trigger, so the
+        prepared result still meets the target when it is swapped in later."""
         assert self.compactor is not None
-        stop = _Shifted(self.compactor.target, self._offset)
+        limit = getattr(self.compactor.trigger, "limit", None)
+        now = snapshot.total_tokens + self._offset
+        headroom = max(0, limit - now) if isinstance(limit, int) else 0
+        stop = _Shifted(self.compactor.target, self._offset + headroom)
         return await _run_compaction(
             snapshot, self.compactor.strategy, stop, self.compactor.summarizer, "background", True
         )
