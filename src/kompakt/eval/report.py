@@ -17,7 +17,7 @@ from html import escape
 
 from kompakt.eval.replay import ReplayResult
 from kompakt.eval.retention import KINDS, EvalResult
-from kompakt.eval.svg import Series, line_chart
+from kompakt.eval.svg import PALETTE, Series, line_chart
 
 __all__ = ["eval_report", "replay_report"]
 
@@ -194,20 +194,21 @@ def survival_chart(result: EvalResult, kind: str | None = None) -> str:
     """Survival (needles and artifacts pooled, or one kind) against the budget."""
     series: list[Series] = []
     labels = result.budgets
-    for strategy in result.strategies:
+    for n, strategy in enumerate(result.strategies):
         pts: list[tuple[float, float]] = []
         for i, budget in enumerate(labels):
             row = result.row(strategy, budget)
             value = row.survival.get(kind) if kind else _overall(row.survival)
             if value is not None:
                 pts.append((float(i), value * 100))
-        series.append(Series(strategy, pts))
+        series.append(Series(strategy, pts, color=PALETTE[n % len(PALETTE)]))
     return line_chart(
         series,
         title=f"Survival vs budget ({kind or 'all probes'})",
         x_label="budget",
         y_label="% still visible",
         y_max=100,
+        x_ticks=[float(i) for i in range(len(labels))],
         x_format=lambda x: labels[round(x)] if 0 <= round(x) < len(labels) else "",
         y_format=lambda y: f"{y:.0f}%",
     )
@@ -276,9 +277,9 @@ def eval_report(result: EvalResult, *, title: str = "kompakt eval") -> str:
         ]
         for c in cells:
             assert c.result is not None
-            series.append(
-                Series(c.strategy, [(float(s.step), float(s.tokens_sent)) for s in c.result.steps])
-            )
+            color = PALETTE[result.strategies.index(c.strategy) % len(PALETTE)]
+            points = [(float(s.step), float(s.tokens_sent)) for s in c.result.steps]
+            series.append(Series(c.strategy, points, color=color))
         body.append(
             line_chart(
                 series,

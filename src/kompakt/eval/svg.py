@@ -64,6 +64,7 @@ def line_chart(
     width: int = 900,
     height: int = 320,
     y_max: float | None = None,
+    x_ticks: Sequence[float] | None = None,
     x_format: Callable[[float], str] = _num,
     y_format: Callable[[float], str] = _num,
 ) -> str:
@@ -96,8 +97,8 @@ def line_chart(
             f'<text x="{left - 6}" y="{py(y) + 4:.1f}" class="ax" text-anchor="end">'
             f"{escape(y_format(y))}</text>"
         )
-    for i in range(6):
-        x = x0 + (x1 - x0) * i / 5
+    ticks = x_ticks if x_ticks is not None else [x0 + (x1 - x0) * i / 5 for i in range(6)]
+    for x in ticks:
         out.append(
             f'<text x="{px(x):.1f}" y="{top + ph + 16}" class="ax" text-anchor="middle">'
             f"{escape(x_format(x))}</text>"
