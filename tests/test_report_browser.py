@@ -106,7 +106,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, int, list[bytes]]:
 
 def _colored_pixels(png: Path) -> tuple[int, int]:
     """(non-white pixels, strongly blue pixels: the 'with compaction' line and points)."""
-    width, height, bpp, rows = _png_pixels(png.read_bytes())
+    width, _height, bpp, rows = _png_pixels(png.read_bytes())
     ink = blue = 0
     for row in rows:
         for x in range(0, width * bpp, bpp):
@@ -138,8 +138,13 @@ def _check_page(html: Path, tmp: Path, min_points: int) -> None:
 def test_replay_report_renders_in_chromium(tmp_path: Path) -> None:
     tok = CharEstimator()
     messages = list(kompakt.load(RUN))
-    result = replay(messages, make_compactor("budgeted", 4000, tokenizer=tok), tokenizer=tok,
-                    budget=4000, strategy="budgeted")
+    result = replay(
+        messages,
+        make_compactor("budgeted", 4000, tokenizer=tok),
+        tokenizer=tok,
+        budget=4000,
+        strategy="budgeted",
+    )
     html = tmp_path / "replay.html"
     html.write_text(replay_report(result))
     _check_page(html, tmp_path, min_points=2 * len(result.steps))
