@@ -1,0 +1,55 @@
+"""A Pydantic AI agent whose model sees a compacted history (runs offline).
+
+    pip install "kompakt[pydantic-ai]"
+    python examples/pydantic_ai_agent.py
+
+The model is Pydantic AI's FunctionModel, scripted to read twelve large files before
+answering. Swap in any model name (``Agent("openai:gpt-4.1-mini", ...)``) and nothing
+else changes.
+"""
+
+from __future__ import annotations
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from kompakt import Budgeted, Compactor, TokensBelow, TokensExceed
+from kompakt.integrations.pydantic_ai import KompaktCapability
+
+
+def reads_twelve_files(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    done = sum(isinstance(m, ModelResponse) for m in messages)  # what this model still sees
+    step = int(messages[-1].parts[-1].tool_call_id[5:]) + 1 if done else 0  # type: ignore[union-attr]
+    if step >= 12:
+        return ModelResponse(parts=[TextPart("The bug is in f7.py: handler() ignores the event.")])
+    return ModelResponse(
+        parts=[ToolCallPart("read_file", {"path": f"f{step}.py"}, tool_call_id=f"call_{step}")]
+    )
+
+
+def main() -> None:
+    compactor = Compactor(
+        trigger=TokensExceed(6_000), strategy=Budgeted(4_000), target=TokensBelow(4_000)
+    )
+    capability = KompaktCapability(compactor)  # mode="permanent" also rewrites the history
+    agent = Agent(
+        FunctionModel(reads_twelve_files),
+        system_prompt="You debug Python.",
+        capabilities=[capability],
+    )
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"{path}:\n" + "def handler(event):  # a long file the agent reads once\n" * 60
+
+    result = agent.run_sync("Find the bug in f0.py .. f11.py")
+    print(result.output)
+    print(f"history: {len(result.all_messages())} messages (every original kept)")
+    for event in capability.events:
+        print(" ", event.summary())
+
+
+if __name__ == "__main__":
+    main()
