@@ -323,3 +323,13 @@ def test_function_strategy() -> None:
     view = apply(drop_first, [Message.user("a"), Message.assistant("b"), Message.user("c")])
     assert [m.synthetic for m in view.render()] == ["omitted", None, None]
     assert [m.text for m in view.render()][1:] == ["b", "c"]
+
+
+def test_custom_strategy_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "custom_strategy.py"
+    runpy.run_path(str(example), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "DropFailedTestRuns" in out and "within budget: True" in out
+    assert "task kept: Make the test suite pass." in out

@@ -43,7 +43,7 @@ from kompakt.config import (
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.strategies._common import run_strategy_sync
+from kompakt.strategies._common import COMPOSITE, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
     Step,
@@ -114,7 +114,7 @@ Truncation −700'
         done = ", ".join(
             f"{s.strategy} −{s.tokens_before - s.tokens_after:,}"
             for s in self.steps
-            if s.changed and s.tokens_before != s.tokens_after
+            if s.changed and s.tokens_before != s.tokens_after and s.detail != COMPOSITE
         )
         line = (
             f"compacted {self.tokens_before:,} → {self.tokens_after:,} tokens, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 
@@ -20,6 +21,9 @@ from kompakt.triggers import Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
 ELLIPSIS = "…"
+COMPOSITE = "composite: its strategies' steps are listed separately"
+"""`Step.detail` of a strategy that runs others (Pipeline, Budgeted)."""
+_NON_BLANK = re.compile(r"\S")
 
 
 def optional_trigger(t: TriggerLike | None) -> Trigger | None:
@@ -72,11 +76,21 @@ def rendered_tokens(view: View, group: int) -> int:
 
 def first_line(text: str) -> str:
     """The first non-empty line of `text`, stripped ('' when there is none)."""
-    for line in text.splitlines():
-        line = line.strip()
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        end = n if end < 0 else end
+        line = text[start:end].strip()
         if line:
             return line
+        start = end + 1
     return ""
+
+
+def has_more_than(text: str, line: str) -> bool:
+    """`text` has non-blank content besides its first non-empty `line`."""
+    pos = text.find(line) + len(line)
+    return _NON_BLANK.search(text, pos) is not None
 
 
 def abbreviate(text: str, limit: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kompakt.errors import BudgetImpossible
-from kompakt.strategies._common import check_count, run_strategy_sync
+from kompakt.strategies._common import COMPOSITE, check_count, run_strategy_sync
 from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
     BaseStrategy,
@@ -128,6 +128,7 @@ class Budgeted(BaseStrategy):
     def apply(self, view: View, context: CompactionContext) -> bool:
         if view.total_tokens <= self.token_budget:
             return False
+        context.note(detail=COMPOSITE)
         chain, held = self._contexts(context)
         changed = False
         for s, fallback in self._stages():
@@ -142,6 +143,7 @@ class Budgeted(BaseStrategy):
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         if view.total_tokens <= self.token_budget:
             return False
+        context.note(detail=COMPOSITE)
         chain, held = self._contexts(context)
         changed = False
         for s, fallback in self._stages():

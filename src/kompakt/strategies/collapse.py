@@ -9,6 +9,7 @@ from kompakt.strategies._common import (
     abbreviate,
     check_count,
     first_line,
+    has_more_than,
     optional_trigger,
     rendered_tokens,
     short_args,
@@ -130,5 +131,5 @@ def _gist(result: Message | None) -> str:
     line = first_line(text)
     if not line:
         return "(empty)"
-    more = len(text.strip()) > len(line)
+    more = has_more_than(text, line)
     return abbreviate(line, 80) + (" …" if more else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kompakt.errors import ConfigError
-from kompakt.strategies._common import run_strategy_sync
+from kompakt.strategies._common import COMPOSITE, run_strategy_sync
 from kompakt.strategies.base import BaseStrategy, CompactionContext, StrategyLike, run_strategy
 from kompakt.view import View
 
@@ -35,6 +35,7 @@ class Pipeline(BaseStrategy):
         self.trigger = None
 
     def apply(self, view: View, context: CompactionContext) -> bool:
+        context.note(detail=COMPOSITE)
         changed = False
         for s in self.strategies:
             if context.done():
@@ -43,6 +44,7 @@ class Pipeline(BaseStrategy):
         return changed
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        context.note(detail=COMPOSITE)
         changed = False
         for s in self.strategies:
             if context.done():
