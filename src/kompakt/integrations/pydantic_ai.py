@@ -6,12 +6,11 @@ Install with ``pip install "kompakt[pydantic-ai]"``.
   `ModelRequest` holding several parts (a system prompt and a user prompt, or the
   results of parallel tool calls) becomes one kompakt message per part and is put back
   together on the way out; every field survives the round trip.
-* `KompaktCapability` plugs into ``Agent(capabilities=[...])`` (Pydantic AI 1.x/2.x):
+* `KompaktCapability` plugs into ``Agent(capabilities=[...])`` (Pydantic AI 2.x):
   ``mode="view"`` compacts what one request sends, ``mode="permanent"`` also rewrites
   the run's message history.
-* `history_processor` is the same as a plain function, for
-  ``capabilities=[ProcessHistory(history_processor(compactor))]`` or, on versions that
-  have it, ``Agent(history_processors=[...])``.
+* `history_processor` is the same as a plain async function, for
+  ``capabilities=[ProcessHistory(history_processor(compactor))]``.
 
 ```python
 from pydantic_ai import Agent
