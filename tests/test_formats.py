@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import TRANSCRIPTS
 from kompakt.errors import ConfigError, FormatError, InvalidConversation, MessageError
@@ -592,3 +593,127 @@ def test_public_surface() -> None:
 
     assert kompakt.load is load and kompakt.dump is dump
     assert kompakt.Conversation is Conversation and kompakt.detect_format is detect_format
+
+
+# -- random raw documents: whatever spelling the source used comes back -----------------
+
+
+class _Absent:
+    pass
+
+
+_ABSENT = _Absent()
+
+
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5))
+_extras = st.dictionaries(
+    st.sampled_from(["extra", "provider_specific_fields", "refusal", "annotations", "audio"]),
+    _json_scalars,
+    max_size=2,
+)
+_text = st.text(max_size=12)
+_openai_parts = st.lists(
+    st.one_of(
+        st.builds(lambda t: {"type": "text", "text": t}, _text),
+        st.builds(lambda u: {"type": "image_url", "image_url": {"url": u}}, _text),
+        st.just({"type": "input_audio", "input_audio": {"data": "UklG", "format": "wav"}}),
+        st.just({"type": "file", "file": {"file_id": "f1"}}),
+        st.builds(lambda t: {"type": "refusal", "refusal": t}, _text),
+    ),
+    max_size=3,
+)
+_content = st.one_of(st.just(_ABSENT), st.none(), _text, _openai_parts)
+
+
+@st.composite
+def raw_openai_message(draw: st.DrawFn, n: int) -> dict[str, Any]:
+    role = draw(st.sampled_from(["system", "developer", "user", "assistant", "tool"]))
+    d: dict[str, Any] = {"role": role, **draw(_extras)}
+    content = draw(_content)
+    if content is not _ABSENT:
+        d["content"] = content
+    if draw(st.booleans()):
+        d["name"] = draw(_text)
+    if role == "tool":
+        d["tool_call_id"] = f"c{n}"
+    if role == "assistant":
+        form = draw(st.sampled_from(["absent", "null", "empty", "calls", "legacy"]))
+        if form == "null":
+            d["tool_calls"] = None
+        elif form == "empty":
+            d["tool_calls"] = []
+        elif form == "calls":
+            d["tool_calls"] = [
+                {
+                    **({"index": k} if draw(st.booleans()) else {}),
+                    "id": f"c{n}_{k}",
+                    **({"type": "function"} if draw(st.booleans()) else {}),
+                    "function": {"name": draw(_text), "arguments": draw(_text)},
+                }
+                for k in range(draw(st.integers(1, 3)))
+            ]
+        elif form == "legacy":
+            d["function_call"] = {"name": draw(_text), "arguments": draw(_text)}
+        if draw(st.booleans()):
+            d["function_call"] = d.get("function_call")
+    return d
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 8).flatmap(lambda k: st.tuples(*(raw_openai_message(n) for n in range(k)))))
+def test_random_openai_documents_round_trip(items: tuple[dict[str, Any], ...]) -> None:
+    doc = list(items)
+    conv = load(copy.deepcopy(doc), format="openai")
+    assert dump(conv) == doc
+    assert dump(load(dump(conv, "jsonl"), format="jsonl"), "openai") == doc
+    native = [message_from_dict(json.loads(json.dumps(message_to_dict(m)))) for m in conv]
+    assert dump(native, "openai") == doc
+
+
+_anthropic_blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, _text),
+    st.builds(lambda t: {"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}, _text),
+    st.just({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
+    st.builds(lambda t: {"type": "thinking", "thinking": t, "signature": "s"}, _text),
+)
+
+
+@st.composite
+def raw_anthropic_message(draw: st.DrawFn, n: int) -> dict[str, Any]:
+    role = draw(st.sampled_from(["user", "assistant"]))
+    if draw(st.integers(0, 3)) == 0:
+        return {"role": role, "content": draw(_text)}
+    blocks = draw(st.lists(_anthropic_blocks, max_size=3))
+    for k in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(blocks)))
+        if role == "assistant":
+            block = {"type": "tool_use", "id": f"t{n}_{k}", "name": "f", "input": {"k": k}}
+        else:
+            block = {"type": "tool_result", "tool_use_id": f"t{n}_{k}"}
+            choice = draw(st.integers(0, 3))
+            if choice == 1:
+                block["content"] = draw(_text)
+            elif choice == 2:
+                block["content"] = draw(st.lists(_anthropic_blocks, max_size=2))
+            if draw(st.booleans()):
+                block["is_error"] = draw(st.booleans())
+        blocks.insert(at, block)
+    return {"role": role, "content": blocks}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 6).flatmap(lambda k: st.tuples(*(raw_anthropic_message(n) for n in range(k)))),
+    st.one_of(st.none(), _text, st.lists(_anthropic_blocks, min_size=1, max_size=2)),
+)
+def test_random_anthropic_documents_round_trip(
+    items: tuple[dict[str, Any], ...], system: Any
+) -> None:
+    doc: dict[str, Any] = {"model": "m", "messages": list(items)}
+    if system is not None:
+        doc["system"] = system
+    conv = load(copy.deepcopy(doc), format="anthropic")
+    assert dump(conv) == doc
+    assert dump(load(copy.deepcopy(doc["messages"]), format="anthropic")) == doc["messages"] or (
+        any(m.role == "system" for m in conv)
+    )

@@ -28,7 +28,9 @@ __all__ = ["from_jsonl", "parse_jsonl", "to_jsonl"]
 def parse_jsonl(text: str) -> list[Any]:
     """The JSON value of each non-blank line; a bad line is named in the error."""
     out: list[Any] = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # split on "\n" only: str.splitlines() would also split inside JSON strings holding
+    # U+0085 or U+2028, which json.dumps(ensure_ascii=False) writes raw
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -67,6 +67,8 @@ def _read(source: Source, format: str | None) -> Any:
     if isinstance(source, bytes):
         source = source.decode("utf-8")
     if isinstance(source, str):
+        if format == "jsonl" and (not source.strip() or source.lstrip().startswith("{")):
+            return _Jsonl(source)
         stripped = source.lstrip()
         if stripped.startswith(("{", "[")):
             return _parse_text(source, format, "JSON text")
@@ -98,7 +100,7 @@ def _parse_text(text: str, format: str | None, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.split("\n") if line.strip()]
         if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
             return _Jsonl(text)
         raise FormatError(f"{what} is not JSON: {exc}") from None
