@@ -38,6 +38,7 @@ class AnthropicModel(BaseChatModel):
         max_retries: retries of transient failures (connection, timeout, 429, 5xx, 529).
         default_max_tokens: the answer limit when a call gives none (the API needs one).
         temperature: sampling temperature.
+        http_client: an async HTTP client for the SDK (proxies, tests).
     """
 
     def __init__(
@@ -49,8 +50,9 @@ class AnthropicModel(BaseChatModel):
         timeout: float | None = 60.0,
         max_retries: int = 2,
         default_max_tokens: int = 2048,
-        temperature: float | None = 0.0,
+        temperature: float | None = None,
         name: str | None = None,
+        http_client: Any = None,
     ) -> None:
         super().__init__(
             name=name or f"anthropic:{model}", timeout=timeout, max_retries=max_retries
@@ -62,6 +64,7 @@ class AnthropicModel(BaseChatModel):
         self.temperature = temperature
         self._client: AsyncAnthropic | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self.http_client = http_client
 
     def client(self) -> AsyncAnthropic:
         """The SDK client for the running event loop."""
@@ -70,7 +73,11 @@ class AnthropicModel(BaseChatModel):
             from anthropic import AsyncAnthropic
 
             self._client = AsyncAnthropic(
-                api_key=self.api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+                api_key=self.api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=self.http_client,
             )
             self._client_loop = loop
         return self._client
@@ -92,8 +99,8 @@ class AnthropicModel(BaseChatModel):
             "max_tokens": max_tokens or self.default_max_tokens,
         }
         system = doc.get("system")
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
+        if self.temperature is not None:  # sent raw: newer SDKs dropped the parameter
+            kwargs["extra_body"] = {"temperature": self.temperature}
         specs = [_tool(t) for t in tools or ()]
         forced = response_format is not None and not specs
         if forced:

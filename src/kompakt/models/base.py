@@ -28,7 +28,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from kompakt.errors import ConfigError, ModelError
+from kompakt.errors import ConfigError, KompaktError, ModelError
 from kompakt.messages import Message
 
 __all__ = [
@@ -242,7 +242,7 @@ class BaseChatModel:
                         response_format=response_format,
                         max_tokens=max_tokens,
                     )
-            except ModelError:
+            except KompaktError:  # our own errors (a bad path, a missing extra) say it all
                 raise
             except Exception as exc:
                 if attempt >= self.max_retries or not self._transient(exc):

@@ -42,6 +42,7 @@ class OpenAIModel(BaseChatModel):
             with exponential backoff.
         temperature: sampling temperature (0 keeps summaries stable).
         extra_body: extra request fields for server-specific options.
+        http_client: an async HTTP client for the SDK (proxies, tests).
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class OpenAIModel(BaseChatModel):
         temperature: float | None = 0.0,
         extra_body: Mapping[str, Any] | None = None,
         name: str | None = None,
+        http_client: Any = None,
     ) -> None:
         super().__init__(name=name or f"openai:{model}", timeout=timeout, max_retries=max_retries)
         self.model = model
@@ -66,6 +68,7 @@ class OpenAIModel(BaseChatModel):
         """None until a server answered a schema request; False once it refused one."""
         self._client: AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self.http_client = http_client
 
     def client(self) -> AsyncOpenAI:
         """The SDK client for the running event loop (a client is bound to its loop)."""
@@ -75,7 +78,11 @@ class OpenAIModel(BaseChatModel):
 
             key = self.api_key or (_NO_KEY if self.base_url else None)
             self._client = AsyncOpenAI(
-                api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+                api_key=key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+                http_client=self.http_client,
             )
             self._client_loop = loop
         return self._client
