@@ -529,6 +529,11 @@ def test_malformed_anthropic_messages_name_index_and_field() -> None:
     bad(doc, "message 1: field 'role': expected 'user' or 'assistant'")
     doc["messages"][1] = {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}
     bad(doc, r"message 1: field 'content\[0\].tool_use_id'")
+    with pytest.raises(FormatError) as info:
+        load({"system": [{"type": "text", "text": 3}], "messages": []})
+    assert str(info.value) == (
+        "Anthropic document: field 'system[0].text': expected a string, got 3"
+    )
 
 
 def test_format_errors_are_one_line() -> None:
@@ -633,9 +638,11 @@ def raw_openai_message(draw: st.DrawFn, n: int) -> dict[str, Any]:
     if content is not _ABSENT:
         d["content"] = content
     if draw(st.booleans()):
-        d["name"] = draw(_text)
+        d["name"] = draw(st.one_of(st.none(), _text))
     if role == "tool":
         d["tool_call_id"] = f"c{n}"
+    elif draw(st.integers(0, 5)) == 0:
+        d["tool_call_id"] = None
     if role == "assistant":
         form = draw(st.sampled_from(["absent", "null", "empty", "calls", "legacy"]))
         if form == "null":

@@ -92,7 +92,10 @@ def _system(value: Any) -> list[Message]:
     if isinstance(value, str):
         return [Message.system(value)]
     if isinstance(value, list):
-        parts = tuple(_part(b, -1, f"system[{j}]") for j, b in enumerate(value))
+        try:
+            parts = tuple(_part(b, 0, f"system[{j}]") for j, b in enumerate(value))
+        except MessageError as exc:  # not a message: name the document field instead
+            raise FormatError(f"Anthropic document: {str(exc).split(': ', 1)[1]}") from None
         return [Message(role="system", content=parts)] if parts else []
     raise FormatError(f"Anthropic document: 'system' must be a string or blocks, got {value!r}")
 

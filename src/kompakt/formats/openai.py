@@ -82,7 +82,7 @@ def _message(item: Any, i: int, legacy_id: str | None) -> Message:
     if role not in _ROLES:
         expected = "one of " + ", ".join(sorted(_ROLES | {"function"}))
         raise MessageError(i, "role", expected, role)
-    extra = {k: v for k, v in item.items() if k not in _KNOWN}
+    extra = _unknown(item)
     calls, calls_hint = _tool_calls(item, i)
     legacy = None
     if not calls and isinstance(item.get("function_call"), Mapping):
@@ -110,7 +110,7 @@ def _message(item: Any, i: int, legacy_id: str | None) -> Message:
 
 
 def _legacy_result(item: Mapping[str, Any], i: int, legacy_id: str | None) -> Message:
-    extra = {k: v for k, v in item.items() if k not in _KNOWN}
+    extra = _unknown(item)
     content, content_hint = _content(item, i, has_calls=False)
     with_hints(extra, _FMT, content=content_hint, legacy="function")
     return Message(
@@ -121,6 +121,16 @@ def _legacy_result(item: Mapping[str, Any], i: int, legacy_id: str | None) -> Me
         extra=extra,
         **_annotation(item, i),
     )
+
+
+def _unknown(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Keys kompakt does not model, plus ``name: null`` / ``tool_call_id: null`` (which
+    the model cannot tell from absent), kept verbatim."""
+    return {
+        k: v
+        for k, v in item.items()
+        if k not in _KNOWN or (v is None and k in ("name", "tool_call_id"))
+    }
 
 
 def _name(item: Mapping[str, Any], i: int) -> str | None:
