@@ -245,6 +245,7 @@ class _Hook:
             return {"llm_input_messages": after}
         if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
             return {}
+        self.mirror.sync(after)  # the state becomes `after`: index it once, not on every call
         return {"messages": [*_remove_all(), *after]}
 
     def __call__(self, state: Any) -> dict[str, Any]:

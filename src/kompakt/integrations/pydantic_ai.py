@@ -327,6 +327,7 @@ def _capability_class() -> Any:
             request_context.messages = list(out)
             if self.mode == "permanent":
                 ctx.messages[:] = out
+                self.mirror.sync(out)  # the history becomes `out`: index it once
             return request_context
 
     _CLASS.append(_KompaktCapability)
