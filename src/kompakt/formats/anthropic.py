@@ -248,16 +248,23 @@ def to_anthropic_messages(
         side = "assistant" if m.role == "assistant" else "user"
         h = hints(m.extra, _FMT)
         content = _render_content(m, h, provider, i)
+        extra = {} if provider else _message_extra(m, h)
         if out and side == last_side and (provider or not h.get("new")):
             prev = out[-1]
             prev["content"] = _as_blocks(prev["content"]) + _as_blocks(content)
+            for k, v in extra.items():  # a merged message's own fields are kept too
+                prev.setdefault(k, v)
         else:
-            d: dict[str, Any] = {"role": side, "content": content}
-            if not provider:
-                d.update(h.get("message_extra", {}) if m.role == "tool" else public(m.extra))
-            out.append(d)
+            out.append({"role": side, "content": content, **extra})
         last_side = side
     return out
+
+
+def _message_extra(m: Message, h: Mapping[str, Any]) -> dict[str, Any]:
+    """Message-level source fields (a tool result's own fields go in its block)."""
+    if m.role == "tool":
+        return dict(h.get("message_extra", {}))
+    return {k: v for k, v in public(m.extra).items() if k not in ("role", "content")}
 
 
 def _as_blocks(content: Any) -> list[Any]:
