@@ -369,33 +369,34 @@ def _identifiers(c: _Collector, text: str, recency: float, *, weight: float) -> 
 
 
 def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
+    cap = max(20, max_tokens // 8)  # no single line may crowd the others out
     for item in items:
         item.score += math.log(item.count)  # repetition is salience
+        if item.section not in ("requests", "earlier"):
+            item.text = _clamp_tokens(item.text, cap, tok) or item.text[:8]
     ranked = sorted(items, key=lambda i: (-i.score, -i.order, i.text))
-    chosen: list[_Item] = []
-    used = 0
-    seen_sections: set[str] = set()
-    # first the best item of every section, then the rest by score
     firsts: list[_Item] = []
+    seen_sections: set[str] = set()
     for item in ranked:
         if item.section not in seen_sections:
             seen_sections.add(item.section)
             firsts.append(item)
-    for item in [*firsts, *(i for i in ranked if i not in firsts)]:
-        cost = (
-            tok.count_text(_line(item))
-            + 1
-            + (
-                0
-                if item.section in {i.section for i in chosen}
-                else tok.count_text(SECTIONS[item.section]) + 2
-            )
-        )
-        if used + cost > max_tokens:
-            continue
-        if _redundant(item, chosen):
+    costs = {id(i): tok.count_text(_line(i)) + 1 for i in ranked}
+    # first the best item of every section, then the rest by value for their size
+    rest = sorted(
+        (i for i in ranked if i not in firsts),
+        key=lambda i: (-i.score / (1 + costs[id(i)] / 24), -i.order, i.text),
+    )
+    chosen: list[_Item] = []
+    sections: set[str] = set()
+    used = 0
+    for item in [*firsts, *rest]:
+        header = 0 if item.section in sections else tok.count_text(SECTIONS[item.section]) + 2
+        cost = costs[id(item)] + header
+        if used + cost > max_tokens or _redundant(item, chosen):
             continue
         chosen.append(item)
+        sections.add(item.section)
         used += cost
     note = _render(chosen)
     while chosen and tok.count_text(note) > max_tokens:  # estimates were low: drop the weakest
