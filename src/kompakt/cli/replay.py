@@ -150,7 +150,8 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     head.add_row(
         "compactions",
         f"{len(result.events)} ({result.model_calls} model calls, "
-        f"{result.summarizer_tokens:,} summarizer tokens)",
+        f"{result.summarizer_tokens:,} summarizer tokens)"
+        + (f"; {result.ineffective} changed nothing" if result.ineffective else ""),
     )
     head.add_row("replay time", f"{result.seconds:.2f} s")
     console.print(head)

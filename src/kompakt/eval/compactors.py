@@ -11,7 +11,7 @@ Strategy names (``kompakt replay --strategy NAME``):
 ``digest``                the extractive digest (no model), held to the budget
 ``summarize``             a model summary (``--model``), held to the budget
 ``truncation``            drop the oldest groups
-``window``                sliding window of whole turns
+``window``                sliding window: the newest 10 groups
 ``first-last``            keep the first user message and the newest groups
 ``collapse``              old tool results become one-line notes
 ``remove-tools``          drop old tool-call groups
@@ -61,7 +61,7 @@ STRATEGIES: dict[str, str] = {
     "digest": "extractive digest of the older span (no model), held to the budget",
     "summarize": "model summary of the older span (--model), held to the budget",
     "truncation": "drop the oldest groups",
-    "window": "sliding window of whole turns",
+    "window": "sliding window: the newest 10 groups",
     "first-last": "keep the first user message and the newest groups",
     "collapse": "old tool results become one-line notes",
     "remove-tools": "drop old tool-call groups",
@@ -97,22 +97,19 @@ def load_model(spec: str | None) -> ChatModel | None:
     """The summarizer model for ``--model SPEC`` (None when not given)."""
     if not spec:
         return None
-    import kompakt.models
+    from kompakt.models import model_from_string
 
-    factory: Callable[[str], ChatModel] = vars(kompakt.models)["model_from_string"]
-    return factory(spec)
+    return model_from_string(spec)
 
 
 def _digest(budget: int, summarizer: ChatModel | None) -> Any:
-    from kompakt.strategies import Budgeted
-    from kompakt.strategies.digest import ExtractiveDigest
+    from kompakt.strategies import Budgeted, ExtractiveDigest
 
     return Budgeted(budget, [ExtractiveDigest()])
 
 
 def _summarize(budget: int, summarizer: ChatModel | None) -> Any:
-    from kompakt.strategies import Budgeted
-    from kompakt.strategies.summarize import Summarize
+    from kompakt.strategies import Budgeted, Summarize
 
     if summarizer is None:
         raise ConfigError("--strategy summarize needs --model (for example --model extractive)")
@@ -125,9 +122,11 @@ def _simple(name: str) -> Callable[[int, ChatModel | None], Any]:
 
         if name == "budgeted":
             return s.Budgeted(budget)
+        if name == "clamp":  # the same share of the budget as the default chain's clamp
+            return s.ClampOversized(max_tokens=max(16, min(4_000, budget // 10)))
         factories: dict[str, Callable[[], Any]] = {
             "truncation": s.Truncation,
-            "window": s.SlidingWindow,
+            "window": lambda: s.SlidingWindow(keep_last_groups=10),
             "first-last": s.KeepFirstAndLast,
             "collapse": s.CollapseToolResults,
             "remove-tools": s.RemoveToolCalls,

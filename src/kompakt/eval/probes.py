@@ -160,22 +160,24 @@ def _code(seed: str, n: int) -> str:
 
 
 def _statement(kind: NeedleKind, code: str, n: int) -> tuple[str, str]:
+    """The planted sentence and the question that checks it (unique per `n`)."""
     if kind == "value":
         return (
-            f"Note: the staging build number for this fix is {code}.",
-            "What is the staging build number for this fix? Answer with the value only.",
+            f"Note: the staging build number for step {n} of this fix is {code}.",
+            f"What is the staging build number for step {n} of this fix? "
+            "Answer with the value only.",
         )
     if kind == "constraint":
         return (
             f"Constraint from the maintainers (ticket {code}): do not change any public "
             f"function signature in this change (rule {n}).",
-            "Which ticket states the maintainers' constraint on public function signatures? "
+            f"Which ticket states the maintainers' rule {n} on public function signatures? "
             "Answer with the ticket id only.",
         )
     return (
         f"Decision {code}: keep the fix minimal and add a regression test next to the "
         f"existing tests (decision {n}).",
-        "What is the id of the decision to keep the fix minimal? Answer with the id only.",
+        f"What is the id of decision {n}, to keep the fix minimal? Answer with the id only.",
     )
 
 

@@ -151,6 +151,8 @@ class ReplayResult:
     events: list[ReplayEvent]
     artifacts: list[ArtifactTally]
     needles: list[NeedleResult] = field(default_factory=list)
+    ineffective: int = 0
+    """Compactions that ran (the trigger fired) but changed nothing."""
     seconds: float = 0.0
     final_messages: list[Message] = field(default_factory=list, repr=False)
 
@@ -188,6 +190,7 @@ class ReplayResult:
             "peak_tokens_sent": self.peak_tokens_sent,
             "final_tokens": self.final_tokens,
             "compactions": len(self.events),
+            "ineffective_compactions": self.ineffective,
             "model_calls": self.model_calls,
             "summarizer_tokens": self.summarizer_tokens,
             "tokens_saved": self.tokens_saved,
@@ -267,6 +270,11 @@ def _copy_event_counts(ev: ReplayEvent, raw: Any) -> None:
     ev.reason = str(getattr(raw, "trigger_reason", "") or getattr(raw, "reason", "") or "")
 
 
+def _changed(ev: ReplayEvent) -> bool:
+    moved = ev.groups_dropped + ev.groups_collapsed + ev.groups_summarized
+    return bool(moved) or ev.tokens_after != ev.tokens_before
+
+
 def tally_artifacts(
     artifacts: Sequence[Artifact], visible: str, original: str, *, examples: int = 5
 ) -> list[ArtifactTally]:
@@ -306,20 +314,24 @@ def replay(
     view: View | None = None
     steps: list[ReplayStep] = []
     events: list[ReplayEvent] = []
+    ineffective = 0
     total = len(messages)
 
     def model_call() -> None:
-        nonlocal view
+        nonlocal view, ineffective
         compacted = False
         if index.message_count and compactor.check(view if view is not None else index):
             before = view.copy() if view is not None else None
             tc = time.perf_counter()
             view, raw = compactor.compact(index)
             ev = _event(len(steps), index, before, view, raw, time.perf_counter() - tc)
-            events.append(ev)
-            compacted = True
-            if on_event is not None:
-                on_event(ev)
+            if _changed(ev):
+                events.append(ev)
+                compacted = True
+                if on_event is not None:
+                    on_event(ev)
+            else:
+                ineffective += 1
         sent = view if view is not None else index
         steps.append(
             ReplayStep(
@@ -357,6 +369,7 @@ def replay(
         needles=[
             NeedleResult(n.kind, n.value, n.position, normalize(n.value) in shown) for n in needles
         ],
+        ineffective=ineffective,
         seconds=time.perf_counter() - t0,
         final_messages=final,
     )
