@@ -301,3 +301,21 @@ def test_event_summary_lists_fallbacks() -> None:
     assert isinstance(event, CompactionEvent)
     assert event.fallbacks == ["Truncation: chain did not reach the budget"]
     assert "fallback: Truncation" in event.summary()
+
+
+def test_budgeted_with_a_summarizing_strategy_sync_and_async() -> None:
+    from kompakt.models import ScriptedModel
+    from kompakt.strategies import Summarize
+
+    def compactor() -> Compactor:
+        model = ScriptedModel("Goal: fix issues. Done: turns summarized.")
+        return Compactor(strategy=Budgeted(6_000, [Summarize(keep_last=4, summarizer=model)]))
+
+    idx = history(20)
+    view, event = compactor().compact(idx)
+    check_view(view, validity(list(idx.messages)), 6_000)
+    assert event.model_calls >= 1 and any(m.synthetic == "summary" for m in view.render())
+
+    view, event = asyncio.run(compactor().compact_async(idx))
+    check_view(view, validity(list(idx.messages)), 6_000)
+    assert event.model_calls >= 1

@@ -16,11 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import strategies_conv
 from engine_helpers import check_view, conversations, sig, validity
 from kompakt.compactor import apply_compaction
 from kompakt.errors import BudgetImpossible, FormatError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.models import ScriptedModel
 from kompakt.strategies import (
     Budgeted,
     ClampOversized,
@@ -30,6 +32,7 @@ from kompakt.strategies import (
     Pipeline,
     RemoveToolCalls,
     SlidingWindow,
+    Summarize,
     SupersedeReads,
     Truncation,
 )
@@ -37,6 +40,10 @@ from kompakt.strategies._common import run_strategy_sync
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensExceed
 from kompakt.view import View
+
+CONVERSATIONS = st.one_of(strategies_conv.conversations(), conversations())
+"""The suite's shared generator (images, shuffled parallel results, developer messages)
+and the engine's (repeated reads, memory messages, partial pending calls)."""
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -64,6 +71,7 @@ STRATEGIES: dict[str, Factory] = {
     ),
 }
 BUDGET_FRACTIONS = (0.5, 0.2, 0.05)
+SUMMARY = "Goal: the user's task. Done so far: files read, tests run. Next: continue."
 
 
 def run(strategy: Any, messages: list[Message]) -> tuple[View, list[Message]]:
@@ -92,7 +100,7 @@ def check_budgeted(messages: list[Message], budget: int, strategy: Any | None = 
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(conv=conversations(), name=st.sampled_from(sorted(STRATEGIES)))
+@given(conv=CONVERSATIONS, name=st.sampled_from(sorted(STRATEGIES)))
 def test_every_strategy_keeps_the_invariants(conv: list[Message], name: str) -> None:
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     strategy = STRATEGIES[name](total)
@@ -102,7 +110,7 @@ def test_every_strategy_keeps_the_invariants(conv: list[Message], name: str) -> 
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(conv=conversations(), fraction=st.sampled_from((0.8, *BUDGET_FRACTIONS, 0.01)))
+@given(conv=CONVERSATIONS, fraction=st.sampled_from((0.8, *BUDGET_FRACTIONS, 0.01)))
 def test_budgeted_holds_the_budget_or_says_why(conv: list[Message], fraction: float) -> None:
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     check_budgeted(conv, max(1, int(total * fraction)))
@@ -110,9 +118,9 @@ def test_budgeted_holds_the_budget_or_says_why(conv: list[Message], fraction: fl
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    conv=conversations(),
+    conv=CONVERSATIONS,
     fraction=st.sampled_from(BUDGET_FRACTIONS),
-    chain=st.sampled_from(["collapse_window", "remove_first_last", "clamp_only"]),
+    chain=st.sampled_from(["collapse_window", "remove_first_last", "clamp_only", "summarize"]),
     early_stop=st.booleans(),
 )
 def test_budgeted_custom_chains(
@@ -124,6 +132,7 @@ def test_budgeted_custom_chains(
         "collapse_window": [CollapseToolResults(keep_last=0), SlidingWindow(keep_last_turns=1)],
         "remove_first_last": [RemoveToolCalls(keep_last=1), KeepFirstAndLast(keep_last=2)],
         "clamp_only": [ClampOversized(max_tokens=100)],
+        "summarize": [SupersedeReads(), Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY))],
     }[chain]
     check_budgeted(conv, budget, Budgeted(budget, strategies, early_stop=early_stop))
 
