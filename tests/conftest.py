@@ -1,4 +1,8 @@
-"""Shared fixtures: where the real transcripts are, and the list of them."""
+"""Shared fixtures: where the real transcripts are, and the list of them.
+
+`DATA_DIR` and `TRANSCRIPTS` live in `data_files.py` (import them from there in test
+modules, to parametrize); the fixtures below skip a test when the data is missing.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,9 @@ from pathlib import Path
 
 import pytest
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-"""Real agent transcripts (``../shared/data`` from the repository root)."""
+from data_files import DATA_DIR, TRANSCRIPTS
 
-TRANSCRIPTS: list[Path] = sorted(
-    p for p in DATA_DIR.glob("*/*") if p.name.endswith((".traj", ".traj.json"))
-)
-"""Every transcript file, sorted (empty when the data directory is missing)."""
+__all__ = ["DATA_DIR", "TRANSCRIPTS"]
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import TRANSCRIPTS
+from data_files import TRANSCRIPTS
 from kompakt.errors import ConfigError, FormatError, InvalidConversation, MessageError
 from kompakt.formats import (
     FORMATS,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import TRANSCRIPTS
+from data_files import TRANSCRIPTS
 from kompakt.formats import load
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
