@@ -80,7 +80,7 @@ def _read(source: Source, format: str | None) -> Any:
 
 def _read_file(path: Path, format: str | None) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except FileNotFoundError:
         raise FormatError(f"file not found: {str(path)!r}") from None
     except (OSError, UnicodeDecodeError) as exc:
