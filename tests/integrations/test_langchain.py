@@ -232,3 +232,30 @@ def test_trim_messages_orphans_but_kompakt_does_not() -> None:
     ours = hook.invoke({"messages": history})["llm_input_messages"]
     assert_valid_history(from_langchain(ours))
     assert len(ours) < len(history)
+
+
+def test_one_middleware_serves_several_threads() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ToolCallingFake(requests=[], turns=10_000)  # answers on request 13, 26, ...
+    middleware = KompaktMiddleware(_compactor())
+    agent = create_agent(model, [read_file], middleware=[middleware], checkpointer=InMemorySaver())
+    for thread in ("a", "b"):
+        config = {"configurable": {"thread_id": thread}}
+        model.turns = len(model.requests) + TURNS
+        agent.invoke({"messages": [HumanMessage(f"thread {thread}")]}, config)
+    assert len(middleware.hook._mirrors) == 2
+    for request in model.requests:
+        users = {m.content for m in request if isinstance(m, HumanMessage)}
+        assert len(users) == 1  # never another thread's messages
+    assert _check_requests_per_thread(model.requests) >= 6
+
+
+def _check_requests_per_thread(requests: list[list[BaseMessage]]) -> int:
+    """Every request valid; returns how many carried kompakt's synthetic messages."""
+    compacted = 0
+    for request in requests:
+        msgs = from_langchain(request)
+        assert_valid_history(msgs)
+        compacted += any(m.synthetic for m in msgs)
+    return compacted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -191,3 +192,22 @@ def test_test_model_agent_with_compaction() -> None:
     result = agent.run_sync("Read a file. " + "Context. " * 30)
     assert "read_file" in result.output
     assert_valid_history(from_pydantic_ai(result.all_messages()))
+
+
+async def test_concurrent_runs_of_one_agent_do_not_mix() -> None:
+    capability = KompaktCapability(_compactor())
+    agent = _agent(FunctionModel(Scripted()), capabilities=[capability])
+    scripts = [Scripted(), Scripted()]
+    results = await asyncio.gather(
+        *(
+            agent.run(f"Conversation {k}: read f1..f12.", model=FunctionModel(s))
+            for k, s in enumerate(scripts)
+        )
+    )
+    assert [r.output for r in results] == [FINAL, FINAL]
+    for k, script in enumerate(scripts):
+        assert script.check() >= 3
+        for request in script.requests:
+            users = [m.text for m in from_pydantic_ai(request) if m.role == "user"]
+            assert users == [f"Conversation {k}: read f1..f12."]
+    assert len(capability.events) >= 6

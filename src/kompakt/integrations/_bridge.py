@@ -10,9 +10,11 @@ model receives exactly what the framework recorded.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -85,13 +87,16 @@ class Mirror:
         render: Render,
         *,
         same: Callable[[Any, Any], bool] | None = None,
+        events: list[Any] | None = None,
     ) -> None:
         self.template = compactor
+        self.lock = threading.Lock()
+        self._alock: asyncio.Lock | None = None
         self._convert = convert
         self._render = render
         self._same = same
-        self.events: list[Any] = []
-        """Every `CompactionEvent` so far, oldest first."""
+        self.events: list[Any] = events if events is not None else []
+        """Every `CompactionEvent` so far, oldest first (a list mirrors may share)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -194,13 +199,23 @@ class Mirror:
         return out
 
     def process(self, source: Sequence[Any]) -> list[Any]:
-        """Sync, compact when due, render."""
-        self.sync(source)
-        self.compact()
-        return self.render()
+        """Sync, compact when due, render (one caller at a time)."""
+        with self.lock:
+            self.sync(source)
+            self.compact()
+            return self.render()
 
     async def aprocess(self, source: Sequence[Any]) -> list[Any]:
         """`process` for strategies that await a model."""
-        self.sync(source)
-        await self.acompact()
-        return self.render()
+        async with self.alock:
+            self.sync(source)
+            await self.acompact()
+            return self.render()
+
+    @property
+    def alock(self) -> asyncio.Lock:
+        """Held while one coroutine syncs, compacts and renders: another conversation
+        sharing this mirror must not swap the index in between."""
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        return self._alock

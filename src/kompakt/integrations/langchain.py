@@ -221,8 +221,22 @@ def _kompakt_meta(m: Message) -> dict[str, Any]:
 # -- wiring ---------------------------------------------------------------------------
 
 
-def _mirror(compactor: Any) -> Mirror:
-    return Mirror(compactor, lambda obj, pos: [message_from_langchain(obj)], to_langchain)
+def _mirror(compactor: Any, events: list[Any]) -> Mirror:
+    convert = lambda obj, pos: [message_from_langchain(obj)]  # noqa: E731
+    return Mirror(compactor, convert, to_langchain, events=events)
+
+
+_MAX_THREADS = 128
+"""Conversations (LangGraph thread ids) a hook keeps an index for; the oldest is dropped."""
+
+
+def _thread_id() -> str:
+    try:
+        from langgraph.config import get_config
+
+        return str(get_config().get("configurable", {}).get("thread_id", ""))
+    except (ImportError, RuntimeError):
+        return ""
 
 
 def _remove_all() -> list[Any]:
@@ -238,23 +252,39 @@ class _Hook:
         if mode not in ("view", "permanent"):
             raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
         self.mode = mode
-        self.mirror = _mirror(compactor)
+        self.compactor = compactor
+        self.events: list[Any] = []
+        self._mirrors: dict[str, Mirror] = {}
 
-    def _update(self, before: Sequence[Any], after: list[Any]) -> dict[str, Any]:
+    @property
+    def mirror(self) -> Mirror:
+        """The index of the conversation (LangGraph thread) running now."""
+        key = _thread_id()
+        mirror = self._mirrors.pop(key, None)
+        if mirror is None:
+            mirror = _mirror(self.compactor, self.events)
+            if len(self._mirrors) >= _MAX_THREADS:
+                self._mirrors.pop(next(iter(self._mirrors)))
+        self._mirrors[key] = mirror  # most recently used last
+        return mirror
+
+    def _update(self, mirror: Mirror, before: Sequence[Any], after: list[Any]) -> dict[str, Any]:
         if self.mode == "view":
             return {"llm_input_messages": after}
         if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
             return {}
-        self.mirror.sync(after)  # the state becomes `after`: index it once, not on every call
+        mirror.sync(after)  # the state becomes `after`: index it once, not on every call
         return {"messages": [*_remove_all(), *after]}
 
     def __call__(self, state: Any) -> dict[str, Any]:
         messages = _state_messages(state)
-        return self._update(messages, self.mirror.process(messages))
+        mirror = self.mirror
+        return self._update(mirror, messages, mirror.process(messages))
 
     async def acall(self, state: Any) -> dict[str, Any]:
         messages = _state_messages(state)
-        return self._update(messages, await self.mirror.aprocess(messages))
+        mirror = self.mirror
+        return self._update(mirror, messages, await mirror.aprocess(messages))
 
 
 def _state_messages(state: Any) -> list[Any]:
@@ -328,8 +358,8 @@ def _middleware_class() -> Any:
 
         @property
         def events(self) -> list[Any]:
-            """Every compaction event so far."""
-            return self.hook.mirror.events
+            """Every compaction event so far (all threads)."""
+            return self.hook.events
 
         def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
             if self.hook.mode != "permanent":

@@ -264,10 +264,11 @@ class KompaktStrategy:
 
     async def __call__(self, messages: list[Any]) -> bool:
         source = [m for m in messages if not _is_ours(m) and not _excluded_by_others(m)]
-        self.mirror.sync(source)
-        await self.mirror.acompact()
-        rendered = self.mirror.render()
-        return self._write_back(messages, source, rendered)
+        async with self.mirror.alock:
+            self.mirror.sync(source)
+            await self.mirror.acompact()
+            rendered = self.mirror.render()
+            return self._write_back(messages, source, rendered)
 
     def _write_back(self, messages: list[Any], source: list[Any], rendered: list[Any]) -> bool:
         sent = {id(m) for m in rendered}

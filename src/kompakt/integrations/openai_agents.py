@@ -391,9 +391,8 @@ def model_input_filter(compactor: Any) -> Callable[[Any], Awaitable[Any]]:
 
     async def kompakt_input(data: Any) -> Any:
         model_data = data.model_data
-        mirror.sync(from_openai_agents([_plain(i) for i in model_data.input]))
-        await mirror.acompact()
-        return replace(model_data, input=to_openai_agents(mirror.render()))
+        out = await mirror.aprocess(from_openai_agents([_plain(i) for i in model_data.input]))
+        return replace(model_data, input=to_openai_agents(out))
 
     kompakt_input.mirror = mirror  # type: ignore[attr-defined]
     return kompakt_input

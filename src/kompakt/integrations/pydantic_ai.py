@@ -262,8 +262,8 @@ def _call_dict(c: ToolCall) -> dict[str, Any]:
 # -- wiring ---------------------------------------------------------------------------
 
 
-def _mirror(compactor: Any) -> Mirror:
-    return Mirror(compactor, message_from_pydantic_ai, to_pydantic_ai)
+def _mirror(compactor: Any, events: list[Any] | None = None) -> Mirror:
+    return Mirror(compactor, message_from_pydantic_ai, to_pydantic_ai, events=events)
 
 
 def history_processor(compactor: Any) -> Callable[[list[Any]], Any]:
@@ -310,17 +310,23 @@ def _capability_class() -> Any:
     class _KompaktCapability(caps.AbstractCapability):  # type: ignore[misc, name-defined]
         """Compacts the messages of every model request with a kompakt `Compactor`."""
 
-        def __init__(self, compactor: Any, mode: Mode) -> None:
+        def __init__(self, compactor: Any, mode: Mode, events: list[Any] | None = None) -> None:
+            self.compactor = compactor
             self.mode = mode
-            self.mirror = _mirror(compactor)
+            self.mirror = _mirror(compactor, events)
 
         @property
         def events(self) -> list[Any]:
+            """Every compaction of every run, oldest first."""
             return self.mirror.events
 
         @classmethod
         def get_serialization_name(cls) -> str | None:
             return None
+
+        async def for_run(self, ctx: Any) -> Any:
+            # concurrent runs of one agent each get their own index
+            return type(self)(self.compactor, self.mode, self.mirror.events)
 
         async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
             out = await self.mirror.aprocess(list(request_context.messages))
