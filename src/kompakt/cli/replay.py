@@ -241,6 +241,9 @@ def replay_command(
             model=model,
             tokenizer=tok,
         )
+        if tokens is None:  # from --config: show its token trigger as the budget
+            limit = getattr(compactor.trigger, "limit", None)
+            tokens = limit if isinstance(limit, int) else None
         try:
             result = run_replay(
                 messages,

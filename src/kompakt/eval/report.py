@@ -33,7 +33,8 @@ padding:4px 8px;text-align:right;vertical-align:top}th{background:#f9fafb}
 td.l,th.l{text-align:left}code{font-size:12px;background:#f3f4f6;padding:1px 4px;border-radius:3px}
 .chart{max-width:100%;height:auto;display:block;margin:8px 0}.ct{font-weight:600;font-size:14px}
 .ax{font-size:11px;fill:#4b5563}.lg{font-size:12px;fill:#111827}.grid{stroke:#e5e7eb}
-.hl{stroke:#6b7280;stroke-dasharray:4 3}.good{color:#15803d}.bad{color:#b91c1c}
+.hl{stroke:#6b7280;stroke-dasharray:4 3}pre{white-space:pre-wrap;font-size:12px;
+background:#f9fafb;padding:8px;border-radius:4px}.good{color:#15803d}.bad{color:#b91c1c}
 """
 
 
@@ -168,6 +169,9 @@ def _replay_body(result: ReplayResult) -> list[str]:
             ),
         )
     )
+    if result.final_messages:
+        body.append("<h2>The final context</h2>")
+        body.append(_final_context(result))
     if result.needles:
         body.append(
             _table(
@@ -179,6 +183,31 @@ def _replay_body(result: ReplayResult) -> list[str]:
             )
         )
     return body
+
+
+def _final_context(result: ReplayResult, limit: int = 60) -> str:
+    """Each message sent at the end; what kompakt wrote (summaries, notes) in full."""
+    rows = [
+        "<table><tr><th>#</th><th class='l'>role</th><th class='l'>kind</th>"
+        "<th>chars</th><th class='l'>text</th></tr>"
+    ]
+    msgs = result.final_messages
+    shown = list(enumerate(msgs))
+    if len(shown) > limit:
+        shown = shown[: limit // 2] + shown[-limit // 2 :]
+    for i, m in shown:
+        text = m.text or " ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
+        flat = " ".join(text.split())
+        preview = escape(flat[:160] + ("…" if len(flat) > 160 else ""))
+        if m.synthetic is not None and len(flat) > 160:
+            preview = f"<details><summary>{preview}</summary><pre>{escape(text)}</pre></details>"
+        rows.append(
+            f"<tr><td>{i}</td><td class='l'>{m.role}</td>"
+            f"<td class='l'>{escape(m.synthetic or 'original')}</td><td>{m.char_count:,}</td>"
+            f"<td class='l'>{preview}</td></tr>"
+        )
+    rows.append("</table>")
+    return "".join(rows)
 
 
 def replay_report(result: ReplayResult, *, title: str = "kompakt replay") -> str:
