@@ -129,6 +129,8 @@ def _items(draw: st.DrawFn) -> list[dict[str, Any]]:
                 "content": [{"type": "output_text", "text": draw(_text), "annotations": []}],
             }
         )
+        if draw(st.booleans()):  # the easy form, as code and kompakt's notes write it
+            out.append({"role": "assistant", "content": draw(_text)})
     return out
 
 

@@ -221,13 +221,11 @@ def _assistant_items(m: Message, src: dict[str, Any]) -> list[dict[str, Any]]:
         if p.kind == "other" and "item" in p.data:
             items.append(dict(p.data["item"]))
     env = src.get("message")
-    if env is not None or text_parts:
-        if env is None:
-            env = {"type": "message", "role": "assistant", "status": "completed"}
-            if m.synthetic is None:
-                env["id"] = m.id
-        shown = m.evolve(content=tuple(text_parts), id=m.id)
+    shown = m.evolve(content=tuple(text_parts), id=m.id)
+    if env is not None:
         items.append({**env, "content": _content(shown, src.get("form", "list"), "output_text")})
+    elif text_parts:  # made by kompakt (a note, a summary): the easy form needs no item id
+        items.append({"role": "assistant", "content": _content(shown, "str", "output_text")})
     for c in m.tool_calls:
         item = {"type": "function_call", **dict(c.extra)}
         item.update(call_id=c.id, name=c.name, arguments=c.arguments)
