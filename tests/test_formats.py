@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -724,3 +725,34 @@ def test_random_anthropic_documents_round_trip(
     assert dump(load(copy.deepcopy(doc["messages"]), format="anthropic")) == doc["messages"] or (
         any(m.role == "system" for m in conv)
     )
+
+
+_ANTHROPIC_BLOCK_TYPES = {"text", "image", "document", "thinking", "redacted_thinking",
+                          "tool_use", "tool_result"}  # fmt: skip
+
+
+def assert_anthropic_request(doc: dict[str, Any]) -> None:
+    assert set(doc) <= {"system", "messages"}
+    roles = [m["role"] for m in doc["messages"]]
+    assert all(a != b for a, b in itertools.pairwise(roles)), "roles must alternate"
+    for m in doc["messages"]:
+        assert set(m) == {"role", "content"}
+        for b in m["content"] if isinstance(m["content"], list) else []:
+            assert b["type"] in _ANTHROPIC_BLOCK_TYPES
+            if b["type"] == "tool_use":
+                assert set(b) <= {"type", "id", "name", "input", "cache_control"}
+            if b["type"] == "tool_result":
+                assert set(b) <= {"type", "tool_use_id", "content", "is_error", "cache_control"}
+
+
+@pytest.mark.parametrize(
+    "path", TRANSCRIPTS[:2] + TRANSCRIPTS[-2:], ids=ids(TRANSCRIPTS[:2] + TRANSCRIPTS[-2:])
+)
+def test_anthropic_provider_output_is_a_clean_request(path: Path) -> None:
+    assert_anthropic_request(dump(load(path), "anthropic", provider=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversations())
+def test_generated_anthropic_requests_are_clean(msgs: list[Message]) -> None:
+    assert_anthropic_request(dump(msgs, "anthropic", provider=True))
