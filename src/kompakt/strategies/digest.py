@@ -100,8 +100,14 @@ _ERROR_RE = re.compile(
     r"|No such file or directory|Permission denied|command not found|Segmentation fault"
     r"|^E\s{2,}\S",
 )
-_TRACE_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+')
-_CODE_BLOCK_RE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_OBSERVATION_RE = re.compile(  # tool output sent as a user message (SWE-agent, text agents)
+    r"<returncode>|\(Open file: |\(Current directory: |^bash-\$\s*$|<output>", re.MULTILINE
+)
+_SOURCE_LINE_RE = re.compile(
+    r"^\s*(?:\d+[:|]|(?:except|raise|class|def|import|from|return|if|elif|assert|with)\b|#|//)"
+)
+_FRAME_RE = re.compile(r'^\s*File "([^"]+)", line (\d+)')
+_CODE_BLOCK_RE = re.compile(r"```.*?(?:```|$)|<command>.*?(?:</command>|$)", re.DOTALL)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`'\"(])|\n+")
 _STRONG_CUES = re.compile(
     r"\b(?:the (?:issue|problem|bug|cause|fix|solution|reason|error)|root cause|fix(?:ed|es)?"
@@ -123,6 +129,7 @@ _IDENT_RE = re.compile(
     r"|\b(\d{3,}(?:\.\d+)?)\b"  # numbers worth keeping
     r"|\b([0-9a-f]{7,40})\b"  # hashes
 )
+_CODE_LIKE = re.compile(r"[\w$.-][^\s`]*[\w)\]/]|[\w$.-][^`]*[_./()\[\]=:][^`]*[\w)\]/]")
 _EDIT_RE = re.compile(
     r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bcat\s*<<|\bpatch\b|\bgit apply\b|\bmv\b|\bcp\b|\brm\b"
     r"|\btouch\b|\bmkdir\b|\b(?:create|edit|insert|str_replace|write_file|apply_patch)\b",
@@ -201,6 +208,7 @@ def _extract(messages: Sequence[Message], max_tokens: int, tok: Tokenizer) -> li
     commands: dict[str, _Item] = {}
     last_command: _Item | None = None
     acted = False  # the previous assistant message issued a command
+    spoke = False  # an assistant message came before: a task prompt is not an observation
     for pos, m in enumerate(messages):
         recency = pos / n
         if m.synthetic in ("summary", "facts"):
@@ -209,6 +217,7 @@ def _extract(messages: Sequence[Message], max_tokens: int, tok: Tokenizer) -> li
             continue
         text = m.text
         if m.role == "assistant":
+            spoke = True
             _decisions(c, text, recency)
             _identifiers(c, _CODE_BLOCK_RE.sub(" ", text), recency, weight=1.0)
             issued = _calls(c, m, recency, commands)
@@ -219,7 +228,9 @@ def _extract(messages: Sequence[Message], max_tokens: int, tok: Tokenizer) -> li
                 issued = [last_command]
             _paths(c, _CODE_BLOCK_RE.sub(" ", text), recency, weight=2.0)
             acted = bool(issued)
-        elif m.role == "tool" or (m.role == "user" and (acted or "<returncode>" in text)):
+        elif m.role == "tool" or (
+            m.role == "user" and (acted or (spoke and _OBSERVATION_RE.search(text)))
+        ):
             owner = commands.get(m.tool_call_id or "") or last_command
             _observation(c, text, recency, owner)
             acted = False
@@ -302,16 +313,19 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
     lines = text.splitlines()
     frame = ""
     for line in lines:
-        if _TRACE_FRAME_RE.match(line):
+        if _FRAME_RE.match(line):
             frame = line.strip()
             continue
         if not _ERROR_RE.search(line) or line.strip().startswith("Traceback"):
             continue
         if len(line.strip()) < 12 and line.strip().endswith(":"):  # a bare "ERRORS:" heading
             continue
+        if _SOURCE_LINE_RE.match(line):  # a file listing that mentions an error is not one
+            continue
         shown = _clamp(line.strip(), _MAX_ITEM_CHARS)
-        if frame and re.match(r"^[\w.]*(?:Error|Exception)", shown):
-            shown = f"{_clamp(frame, 120)} → {shown}"
+        where = _FRAME_RE.match(frame) if frame else None
+        if where and re.match(r"^[\w.]*(?:Error|Exception)", shown):
+            shown = f"{shown} (at {where.group(1)}:{where.group(2)})"
         frame = ""
         c.add("errors", shown, 6 + 3 * recency, recency)
     for p in _PATH_RE.findall(text)[:50]:
@@ -362,6 +376,8 @@ def _identifiers(c: _Collector, text: str, recency: float, *, weight: float) -> 
         value = next(g for g in match.groups() if g)
         if _PATH_RE.fullmatch(value) or len(value) < 3:
             continue
+        if match.group(1) and not _CODE_LIKE.fullmatch(value):  # prose between backticks
+            continue
         c.add("identifiers", value, weight + recency, recency, key=value)
 
 
@@ -385,7 +401,7 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
     # first the best item of every section, then the rest by value for their size
     rest = sorted(
         (i for i in ranked if i not in firsts),
-        key=lambda i: (-i.score / (1 + costs[id(i)] / 24), -i.order, i.text),
+        key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
     chosen: list[_Item] = []
     sections: set[str] = set()
@@ -453,8 +469,9 @@ def _exit_status(text: str) -> int | None:
 
 
 def _fenced_action(text: str) -> str:
-    blocks = re.findall(r"```[\w-]*\n(.*?)```", text, re.DOTALL)
-    return blocks[-1].strip() if blocks else ""
+    """The action of a text agent: the last fenced block or ``<command>`` element."""
+    blocks = re.findall(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", text, re.DOTALL)
+    return next((b for b in blocks[-1] if b), "").strip() if blocks else ""
 
 
 def _is_edit(name: str, args: dict[str, object]) -> bool:

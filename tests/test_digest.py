@@ -1,0 +1,181 @@
+"""The extractive digest on real agent transcripts and on generated conversations."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kompakt.formats import load
+from kompakt.messages import Message, ToolCall
+from kompakt.strategies.digest import SECTIONS, digest, digest_items
+from kompakt.tokens import CharEstimator, TiktokenTokenizer
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+MINI = sorted((DATA / "mini-swe-agent").glob("*.traj.json"))
+SWE = sorted((DATA / "swe-agent").glob("*.traj"))
+needs_data = pytest.mark.skipif(not MINI, reason="transcripts in ../shared/data are missing")
+
+
+def commands_of(messages: list[Message], width: int = 60) -> list[str]:
+    out = []
+    for m in messages:
+        for c in m.tool_calls:
+            args = c.parsed_arguments()
+            if isinstance(args, dict) and isinstance(args.get("command"), str):
+                out.append(args["command"].strip().splitlines()[0][:width])
+    return out
+
+
+def errors_of(messages: list[Message]) -> list[str]:
+    pattern = re.compile(r"^\s*\w*(?:Error|Exception): |^FAILED|^ERROR: ")
+    return [
+        line.strip()[:50]
+        for m in messages
+        if m.role == "tool"
+        for line in m.text.splitlines()
+        if pattern.search(line)
+    ]
+
+
+@needs_data
+@pytest.mark.parametrize("path", MINI, ids=lambda p: p.name.split(".")[0])
+def test_mini_swe_agent_transcripts(path: Path) -> None:
+    msgs = list(load(path))
+    span = msgs[1:-6]
+    tok = CharEstimator()
+    note = digest(span, max_tokens=800, tokenizer=tok)
+    assert tok.count_text(note) <= 800
+    assert sum(tok.count_message(m) for m in span) > 10 * tok.count_text(note)
+    headings = [line[3:] for line in note.splitlines() if line.startswith("## ")]
+    assert headings[:2] == [SECTIONS["requests"], SECTIONS["decisions"]]
+    assert SECTIONS["commands"] in headings and SECTIONS["files"] in headings
+    assert "Consider the following PR description" in note  # the task, verbatim
+    assert re.search(r"→ exit \d+", note)  # a command with its exit status
+    commands = commands_of(span)
+    kept = [c for c in commands if c in note]
+    assert kept and set(kept) <= set(commands)
+    full = commands_of(span, width=10_000)
+    for line in note.splitlines():  # every command line is verbatim from the span
+        if line.startswith("- $ "):
+            cmd = line[4:].rsplit(" → exit", 1)[0].removesuffix(" …").rstrip("…")
+            assert any(c.startswith(cmd) for c in full), cmd
+
+
+@needs_data
+def test_errors_of_the_span_are_kept() -> None:
+    msgs = list(load(MINI[1]))  # django-11797: tracebacks, a failing test run
+    span = msgs[1:-6]
+    errors = errors_of(span)
+    note = digest(span, max_tokens=1_200)
+    assert errors
+    kept = [e for e in errors if e in note]
+    assert len(kept) >= 3 and "AttributeError" in note
+
+
+@needs_data
+@pytest.mark.parametrize("path", SWE, ids=lambda p: p.name[:40])
+def test_swe_agent_transcripts(path: Path) -> None:
+    msgs = list(load(path))
+    note = digest(msgs[1:], max_tokens=600)
+    assert CharEstimator().count_text(note) <= 600
+    assert note.startswith("## User requests\n- ")
+    assert SECTIONS["commands"] in note
+
+
+@needs_data
+def test_fenced_actions_and_edited_files() -> None:
+    msgs = list(load(DATA / "swe-agent" / "ctf__crypto__BabyEncryption.traj"))
+    note = digest(msgs[1:], max_tokens=800)
+    assert "$ create decrypt.py" in note and "decrypt.py (edited)" in note
+    assert "ValueError: chr() arg not in range(0x110000)" in note
+
+
+def test_exit_status_attaches_to_its_own_call() -> None:
+    calls = [
+        ToolCall(id="a", name="bash", arguments=json.dumps({"command": "make build"})),
+        ToolCall(id="b", name="bash", arguments=json.dumps({"command": "make test"})),
+    ]
+    msgs = [
+        Message.user("build and test"),
+        Message.assistant("", tool_calls=calls),
+        Message.tool("<returncode>0</returncode>", tool_call_id="a"),
+        Message.tool("Exit code: 2\nFAILED test_x", tool_call_id="b"),
+    ]
+    note = digest(msgs)
+    assert "- $ make build → exit 0" in note and "- $ make test → exit 2" in note
+    assert "- FAILED test_x" in note
+
+
+def test_rolling_notes_carry_old_items_forward() -> None:
+    first = digest(
+        [
+            Message.user("port the cache to redis"),
+            Message.assistant("I decided to use redis-py 5.0.1."),
+        ]
+    )
+    later = [
+        Message.user(first, synthetic="summary"),
+        Message.user("now add metrics in app/metrics.py"),
+    ]
+    merged = digest(later)
+    assert "port the cache to redis" in merged and "app/metrics.py" in merged
+    assert "redis-py 5.0.1" in merged
+    assert merged.count("## User requests") == 1
+
+
+def test_free_text_previous_summary_is_kept_as_earlier_summary() -> None:
+    prev = Message.user(
+        "[Summary of 9 earlier messages]\nThe team chose Postgres 16.", synthetic="summary"
+    )
+    note = digest([prev, Message.user("add an index")])
+    assert note.startswith("## Earlier summary\n- The team chose Postgres 16.")
+
+
+def test_digest_is_deterministic_and_deduplicated() -> None:
+    msgs = [Message.user("run tests"), Message.tool("ERROR: boom", tool_call_id="x")] * 3
+    assert digest(msgs) == digest(list(msgs))
+    assert digest(msgs).count("ERROR: boom") == 1
+
+
+def test_items_are_ranked() -> None:
+    items = digest_items([Message.user("fix src/a.py"), Message.assistant("The bug is in a.py.")])
+    assert items[0][0] == "requests" and items == sorted(items, key=lambda i: -i[2])
+
+
+def test_tiny_limits() -> None:
+    msgs = [Message.user("x" * 5_000)]
+    assert digest(msgs, max_tokens=0) == ""
+    assert CharEstimator().count_text(digest(msgs, max_tokens=10)) <= 10
+
+
+def test_real_tokenizer_limit() -> None:
+    tok = TiktokenTokenizer()
+    msgs = [
+        Message.user("日本語のテキストを要約してください。" * 50),
+        Message.assistant("了解 " * 300),
+    ]
+    assert tok.count_text(digest(msgs, max_tokens=120, tokenizer=tok)) <= 120
+
+
+_text = st.text(
+    alphabet=st.sampled_from(list("abc xyz/._-:0123456789\nERROR Traceback`#")), max_size=300
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]), _text), max_size=12),
+    limit=st.integers(1, 400),
+)
+def test_never_over_the_limit(parts: list[tuple[str, str]], limit: int) -> None:
+    msgs = [
+        Message.tool(t, tool_call_id="c") if role == "tool" else Message(role=role, content=t)  # type: ignore[arg-type]
+        for role, t in parts
+    ]
+    note = digest(msgs, max_tokens=limit)
+    assert CharEstimator().count_text(note) <= limit
