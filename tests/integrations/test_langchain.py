@@ -18,6 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -126,7 +127,8 @@ def _conversation(draw: st.DrawFn) -> list[BaseMessage]:
                 out.append(
                     ToolMessage(draw(_text), tool_call_id=i, status=status, artifact={"k": 1})
                 )
-        out.append(AIMessage(draw(_text), name=draw(st.one_of(st.none(), _text))))
+        final = draw(st.sampled_from([AIMessage, AIMessageChunk]))  # streamed answers too
+        out.append(final(draw(_text), name=draw(st.one_of(st.none(), _text))))
     return out
 
 

@@ -42,6 +42,13 @@ Mode = Literal["view", "permanent"]
 
 _KEY = "langchain"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_CHUNKS = {
+    "AIMessageChunk": "ai",
+    "HumanMessageChunk": "human",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "ChatMessageChunk": "chat",
+}
 _LC_FIELDS = ("additional_kwargs", "response_metadata", "name")
 
 
@@ -69,7 +76,7 @@ def message_from_langchain(lc: Any, position: int = 0) -> Message:
     """Convert one LangChain message (`position` is unused; it fits `Mirror`)."""
     data = lc.model_dump()
     kind = data.pop("type")
-    role = _ROLES.get(kind)
+    role = _ROLES.get(_CHUNKS.get(kind, kind))
     if role is None and kind == "chat" and data.get("role") in ("user", "assistant", "system"):
         role = data["role"]
     if role is None:
@@ -163,18 +170,21 @@ def message_to_langchain(m: Message) -> Any:
         kwargs["response_metadata"] = {**(kwargs.get("response_metadata") or {}), "kompakt": meta}
     if m.name is not None:
         kwargs["name"] = m.name
-    if kind == "ai":
+    base = _CHUNKS.get(kind, kind)
+    if base == "ai":
         kwargs["tool_calls"] = [_call_to(c) for c in m.tool_calls]
-    if kind == "tool":
+    if base == "tool":
         kwargs["tool_call_id"] = m.tool_call_id or ""
-    classes = {
-        "human": core.HumanMessage,
-        "ai": core.AIMessage,
-        "system": core.SystemMessage,
-        "tool": core.ToolMessage,
-        "chat": core.ChatMessage,
-    }
-    cls = classes.get(kind, core.HumanMessage)
+    cls = getattr(core, kind, None) if kind in _CHUNKS else None
+    if cls is None:
+        classes = {
+            "human": core.HumanMessage,
+            "ai": core.AIMessage,
+            "system": core.SystemMessage,
+            "tool": core.ToolMessage,
+            "chat": core.ChatMessage,
+        }
+        cls = classes.get(kind, core.HumanMessage)
     return cls(**kwargs)
 
 
