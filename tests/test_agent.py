@@ -359,3 +359,17 @@ def test_compact_context_tool_compacts_before_the_next_request() -> None:
     assert [e.reason for e in result.compactions] == ["requested by the model (compact_context)"]
     assert len(model.requests[-1]) < len(model.requests[-2])
     assert model.requests[-1][-1].text.startswith("OK: the conversation will be compacted")
+
+
+def test_hook_both_compacts_during_the_run_and_records_at_its_end() -> None:
+    store = MemoryStore()
+    model = ScriptedModel(tool_loop(6))
+    agent = Agent(
+        model, tools=[read_log], compactor=small_compactor(), store=store, session="s", hook="both"
+    )
+    result = agent.run_sync("read")
+    assert max(len(r) for r in model.requests) < 12  # compacted during the run
+    (record,) = store.compactions("s")
+    assert record.upto == len(result.messages)
+    assert store.current_view("s").render() == agent.view.render()
+    assert store.messages("s") == result.messages

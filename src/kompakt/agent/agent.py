@@ -218,6 +218,8 @@ class Agent:
             await self._loop(result)
             if self.hook in ("after_run", "both"):
                 await self._after_run(result)
+            elif self.background is not None:  # prepare while the caller thinks
+                self.background.prepare(self._load(), self._metrics())
         finally:
             self._running = False
             self._result = None
