@@ -12,7 +12,7 @@ stays fast and pulls in no model SDK, database driver or framework.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
 
 __version__ = "0.1.0"
 
@@ -118,7 +118,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted([*_EXPORTS, "__version__"])
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kompakt' has no attribute {name!r}")
@@ -131,7 +131,7 @@ def __dir__() -> list[str]:
     return __all__
 
 
-if TYPE_CHECKING:  # real imports for type checkers and IDEs
+if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
     from kompakt.errors import (
         BudgetImpossible,
         ConfigError,

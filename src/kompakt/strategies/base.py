@@ -211,7 +211,7 @@ async def run_strategy(
     t0 = time.perf_counter()
     try:
         if isinstance(strat, AsyncStrategy) or hasattr(strat, "apply_async"):
-            changed = await strat.apply_async(view, context)  # type: ignore[union-attr]
+            changed = await strat.apply_async(view, context)
         else:
             changed = strat.apply(view, context)
     finally:
