@@ -172,12 +172,15 @@ async def test_agent_compaction_strategy() -> None:
     )
 
 
-async def test_compaction_provider_before_and_after_run() -> None:
+@pytest.mark.parametrize("shared", [False, True])
+async def test_compaction_provider_before_and_after_run(shared: bool) -> None:
     """kompakt in MAF's CompactionProvider, over three runs of one session."""
     client = ScriptedChatClient(turns=4)
     history = InMemoryHistoryProvider()
+    before = _strategy()
+    after = before if shared else _strategy()
     provider = CompactionProvider(
-        before_strategy=_strategy(), after_strategy=_strategy(), history_source_id=history.source_id
+        before_strategy=before, after_strategy=after, history_source_id=history.source_id
     )
     agent = Agent(client=client, tools=[read_file], context_providers=[history, provider])
     session = agent.create_session()

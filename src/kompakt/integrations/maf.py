@@ -232,13 +232,8 @@ def _contents(m: Message, src: dict[str, Any]) -> list[dict[str, Any]]:
 # -- wiring ---------------------------------------------------------------------------
 
 
-def _is_ours(message: Any) -> bool:
-    return _SYNTHETIC in message.additional_properties
-
-
-def _excluded_by_others(message: Any) -> bool:
-    props = message.additional_properties
-    return bool(props.get(_EXCLUDED)) and props.get(_REASON) != _REASON_VALUE
+def _excluded(message: Any) -> bool:
+    return bool(message.additional_properties.get(_EXCLUDED))
 
 
 class KompaktStrategy:
@@ -246,8 +241,9 @@ class KompaktStrategy:
 
     The list is edited in place as MAF expects: originals kompakt removes are marked
     excluded (``_excluded``, reason ``"kompakt"``), synthetic messages are inserted where
-    the groups they stand for were, and earlier kompakt insertions are replaced.
-    Messages excluded by another strategy are left alone.
+    the groups they stand for were, and this strategy's earlier insertions are replaced.
+    Messages another strategy (or an earlier phase) excluded are left alone, and notes
+    it inserted are kept as ordinary messages.
 
     ```python
     agent = Agent(client=client, compaction_strategy=KompaktStrategy(compactor))
@@ -256,6 +252,9 @@ class KompaktStrategy:
 
     def __init__(self, compactor: Any) -> None:
         self.mirror = Mirror(compactor, message_from_maf, to_maf)
+        # identity, not a flag: a note another instance (or phase) inserted is an original here
+        self._inserted: dict[int, Any] = {}
+        self._excluded: dict[int, Any] = {}
 
     @property
     def events(self) -> list[Any]:
@@ -263,12 +262,17 @@ class KompaktStrategy:
         return self.mirror.events
 
     async def __call__(self, messages: list[Any]) -> bool:
-        source = [m for m in messages if not _is_ours(m) and not _excluded_by_others(m)]
         async with self.mirror.alock:
+            source = [m for m in messages if self._is_source(m)]
             self.mirror.sync(source)
             await self.mirror.acompact()
             rendered = self.mirror.render()
             return self._write_back(messages, source, rendered)
+
+    def _is_source(self, m: Any) -> bool:
+        if id(m) in self._inserted:
+            return False
+        return not _excluded(m) or id(m) in self._excluded
 
     def _write_back(self, messages: list[Any], source: list[Any], rendered: list[Any]) -> bool:
         sent = {id(m) for m in rendered}
@@ -276,7 +280,11 @@ class KompaktStrategy:
         for m in source:
             excluded = id(m) not in sent
             props = m.additional_properties
-            if excluded != bool(props.get(_EXCLUDED)):
+            if excluded:
+                self._excluded[id(m)] = m
+            else:
+                self._excluded.pop(id(m), None)
+            if excluded != _excluded(m):
                 props[_EXCLUDED] = excluded
                 if excluded:
                     props[_REASON] = _REASON_VALUE
@@ -284,11 +292,11 @@ class KompaktStrategy:
                     props.pop(_REASON, None)
                 changed = True
         # rebuild: each original in place, kompakt's messages before the next one sent
-        old_ours = [m for m in messages if _is_ours(m)]
+        old = [m for m in messages if id(m) in self._inserted]
         out: list[Any] = []
         queue = iter(rendered)
         for m in messages:
-            if _is_ours(m):
+            if id(m) in self._inserted:
                 continue
             if id(m) in sent:
                 for r in queue:
@@ -298,8 +306,10 @@ class KompaktStrategy:
             else:
                 out.append(m)
         out.extend(queue)
-        new_ours = [m for m in out if _is_ours(m)]
-        if [_key(m) for m in new_ours] != [_key(m) for m in old_ours]:
+        sources = {id(m) for m in source}
+        self._inserted = {id(r): r for r in rendered if id(r) not in sources}
+        new = list(self._inserted.values())
+        if [_key(m) for m in new] != [_key(m) for m in old]:
             changed = True
         messages[:] = out
         return changed
