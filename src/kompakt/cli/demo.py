@@ -31,7 +31,7 @@ def demo_command(
     ] = Path("kompakt-demo.html"),
     budget: Annotated[
         str, typer.Option("--budget", "-b", help="Token budget: tokens or a fraction of the run.")
-    ] = "0.25",
+    ] = "0.35",
     strategy: Annotated[
         str, typer.Option("--strategy", "-s", help="Strategy (default: the extractive digest).")
     ] = "digest",
@@ -39,7 +39,7 @@ def demo_command(
     """Replay a recorded agent run shipped with kompakt, offline, and write an HTML report.
 
     The run is a mini-swe-agent session on a Django issue. It is replayed under a
-    budget of a quarter of its tokens with the embedded extractive digest: no model,
+    budget of about a third of its tokens with the embedded extractive digest: no model,
     no network, no API key.
 
     Example: kompakt demo --output /tmp/kompakt-demo.html

@@ -105,7 +105,9 @@ def load_model(spec: str | None) -> ChatModel | None:
 def _digest(budget: int, summarizer: ChatModel | None) -> Any:
     from kompakt.strategies import Budgeted, ExtractiveDigest
 
-    return Budgeted(budget, [ExtractiveDigest()])
+    # keep_last=2 (the engine's min_preserved) leaves the digest room under tight budgets,
+    # so the fallback truncation (which would drop the digest itself) is rarely needed
+    return Budgeted(budget, [ExtractiveDigest(keep_last=2)])
 
 
 def _summarize(budget: int, summarizer: ChatModel | None) -> Any:
