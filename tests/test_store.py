@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from _postgres import ENV, reachable, throwaway_server
 from kompakt.errors import StoreError
@@ -394,3 +397,40 @@ def test_records_serialize_as_json() -> None:
     )
     back = CompactionRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
     assert back.synthetic == rec.synthetic and back.dropped == ("c",) and back.upto == 3
+
+
+# -- properties ----------------------------------------------------------------------------
+
+texts = st.sampled_from(["a", "b", "TimeoutError", "src/x.py", "日本"])
+batches = st.lists(st.lists(texts, max_size=4), min_size=1, max_size=5)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches=batches)
+def test_appends_concatenate_with_unique_ids_and_contiguous_seq(
+    store: StoreBase, batches: list[list[str]]
+) -> None:
+    session = uuid.uuid4().hex
+    expected: list[str] = []
+    seqs: list[int] = []
+    for batch in batches:
+        seqs += store.append(session, [Message.user(t) for t in batch])
+        expected += batch
+    got = store.messages(session)
+    assert [m.text for m in got] == expected
+    assert seqs == list(range(len(expected)))
+    assert len({m.id for m in got}) == len(got)
+    assert all(store.get(session, m.id) == m for m in got)
+    index = MessageIndex([Message.user(t) for t in expected])
+    assert [m.id for m in got] == [m.id for m in index.messages]  # the index's rule
+
+
+def test_postgres_store_without_psycopg_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kompakt.errors import MissingDependency
+    from kompakt.store.postgres import PostgresStore
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(MissingDependency, match=r'pip install "kompakt\[postgres\]"'):
+        PostgresStore("postgresql://nowhere/db")
