@@ -169,7 +169,10 @@ def apply_record(view: View, record: CompactionRecord) -> View:
     placed: dict[int, list[Message]] = {}
     covered: set[int] = set()
     for m in record.synthetic:
-        groups = sorted({index.group_of(p).index for p in _positions(index, m.covers)})
+        # an original kept inside a partly replaced group (a call whose result was clamped
+        # or superseded) goes back to its own group, before the synthetic messages after it
+        ids = m.covers if m.synthetic is not None else (m.id,)
+        groups = sorted({index.group_of(p).index for p in _positions(index, ids)})
         if not groups:
             continue
         placed.setdefault(groups[0], []).append(m)
