@@ -188,6 +188,7 @@ async def test_sqlite_session_survives_a_restart(tmp_path: Path) -> None:
     again = KompaktSession("s1", store=SQLiteStore(path), compactor=_compactor())
     after = await again.get_items()
     assert after == before
+    assert again.events == []  # the stored view was resumed, not recomputed
     assert_valid_history(from_openai_agents(after))
 
 

@@ -335,13 +335,22 @@ class KompaktSession:
                 messages = visible
             else:
                 before = len(self._mirror.events)
-                self._mirror.sync(visible)
+                new = self._mirror.sync(visible)
+                if new and new == len(visible):  # indexed from scratch: resume the stored view
+                    self._restore(self._mirror)
                 await self._mirror.acompact()
                 if len(self._mirror.events) > before:
                     self._record(self._mirror)
                 messages = self._mirror.render()
             items = to_openai_agents(messages)
         return _tail(items, limit)
+
+    def _restore(self, mirror: Mirror) -> None:
+        from kompakt.store.base import apply_record
+
+        records = self.store.compactions(self.session_id)
+        if records:
+            apply_record(mirror.view, records[-1])
 
     def _record(self, mirror: Mirror) -> None:
         from kompakt.store.base import CompactionRecord
