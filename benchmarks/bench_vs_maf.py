@@ -1,6 +1,6 @@
-"""kompakt against Microsoft Agent Framework's compaction, side by side in one run.
+"""kompakt against Microsoft Agent Framework's compaction (and pydantic-ai-harness), side by side.
 
-Both libraries get the same synthetic agent conversation (a system prompt, user
+Every library gets the same synthetic agent conversation (a system prompt, user
 turns, assistant tool calls with results of a few KB, assistant answers) at each
 size, and both count tokens with a 4-characters-a-token estimate. Measured:
 
@@ -8,10 +8,21 @@ size, and both count tokens with a 4-characters-a-token estimate. Measured:
 (b) cold budgeted truncation of a fresh history to a fixed token budget;
 (c) collapsing old tool results into short notes (and the tokens that saves).
 
-Medians. The peer runs in a child process under a time limit per call; a call
+Medians. Each peer runs in a child process under a time limit per call; a call
 that hits it is reported as "> N s". Nothing is installed here: MAF is measured
 when `agent_framework` is importable (``pip install agent-framework-core``, the
-``maf`` extra); otherwise only kompakt's column is filled.
+``maf`` extra), pydantic-ai-harness when `pydantic_ai_harness` is (``pip install
+pydantic-ai-harness``; it pins its own pydantic-ai, so a separate environment may
+be needed). Peers that are missing get no column.
+
+Pairings: (a) MAF `apply_compaction` with a quiet `TruncationStrategy` (what its
+`CompactionProvider` runs before each model call), harness `exceeds(...)` (the check
+its capabilities run before each request); (b) MAF `TruncationStrategy(max_n=budget,
+compact_to=budget)`, harness `SlidingWindowCompaction(keep_tokens=budget)`, kompakt
+`Budgeted(budget, [])` (its truncation fallback); (c) MAF
+`ToolResultCompactionStrategy`, harness `ClearToolResults`, kompakt
+`CollapseToolResults`, each keeping the newest 2 tool groups. The harness's
+`compact()` is called directly, so its own trigger check is not in (b) and (c).
 
     python benchmarks/bench_vs_maf.py                       # 1k, 10k, 50k messages
     python benchmarks/bench_vs_maf.py --sizes 1000,3000 --limit 30 --repeat 5
@@ -89,6 +100,34 @@ def to_kompakt(specs: list[Spec]) -> list[Message]:
     return out
 
 
+def to_pydantic(specs: list[Spec]) -> list[Any]:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    for s in specs:
+        if s.call is not None:
+            cid, name, args = s.call
+            out.append(ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=cid)]))
+        elif s.role == "tool":
+            part = ToolReturnPart("read_file", s.text, tool_call_id=s.call_id or "")
+            out.append(ModelRequest(parts=[part]))
+        elif s.role == "system":
+            out.append(ModelRequest(parts=[SystemPromptPart(s.text)]))
+        elif s.role == "user":
+            out.append(ModelRequest(parts=[UserPromptPart(s.text)]))
+        else:
+            out.append(ModelResponse(parts=[TextPart(s.text)]))
+    return out
+
+
 def to_maf(specs: list[Spec]) -> list[Any]:
     from agent_framework import Content
     from agent_framework import Message as MafMessage
@@ -113,7 +152,7 @@ def kompakt_per_turn(n: int, turns: int) -> list[float]:
     index = MessageIndex(to_kompakt(conversation(n)), tokenizer=CharEstimator())
     compactor = Compactor(TokensExceed(QUIET), Truncation())
     compactor.check(index)
-    extra = to_kompakt(conversation(n + turns))[n:]
+    extra = to_kompakt(conversation(n + turns)[n:])
     out = []
     for m in extra:
         t0 = time.perf_counter()
@@ -135,15 +174,7 @@ def kompakt_cold(n: int, repeat: int, make: Callable[[], Any]) -> tuple[list[flo
     return times, tokens
 
 
-# -- MAF measurements (run in a child process) ------------------------------------------
-
-
-def maf_available() -> str | None:
-    try:
-        import agent_framework
-    except ImportError:
-        return None
-    return str(getattr(agent_framework, "__version__", "?"))
+# -- the peers (each runs in a child process) ---------------------------------------------
 
 
 def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
@@ -162,7 +193,7 @@ def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
             msgs = to_maf(conversation(n))
             quiet = TruncationStrategy(max_n=QUIET, compact_to=QUIET, tokenizer=tok)
             await apply_compaction(msgs, strategy=quiet, tokenizer=tok)  # annotate once
-            extra = to_maf(conversation(n + repeat))[n:]
+            extra = to_maf(conversation(n + repeat)[n:])
             q.put(("ready", 0.0, 0))
             for m in extra:
                 t0 = time.perf_counter()
@@ -185,26 +216,104 @@ def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
     asyncio.run(run())
 
 
-def maf_measure(kind: str, n: int, repeat: int, limit: float) -> tuple[list[float], int, bool]:
-    """Timings, tokens after, and whether the time limit was hit."""
+def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
+    from pydantic_ai_harness import ClearToolResults, SlidingWindowCompaction
+    from pydantic_ai_harness.compaction._shared import estimate_token_count, exceeds
+
+    async def run() -> None:
+        if kind == "turn":
+            msgs = to_pydantic(conversation(n))
+            exceeds(msgs, None, QUIET, None)
+            extra = to_pydantic(conversation(n + repeat)[n:])
+            q.put(("ready", 0.0, 0))
+            for m in extra:
+                t0 = time.perf_counter()
+                msgs.append(m)
+                exceeds(msgs, None, QUIET, None)
+                q.put(("result", time.perf_counter() - t0, 0))
+            return
+        q.put(("ready", 0.0, 0))
+        for _ in range(repeat):
+            msgs = to_pydantic(conversation(n))
+            if kind == "truncate":
+                strategy: Any = SlidingWindowCompaction(max_tokens=BUDGET, keep_tokens=BUDGET)
+            else:
+                strategy = ClearToolResults(max_tokens=BUDGET, keep_pairs=KEEP_TOOL_GROUPS)
+            t0 = time.perf_counter()
+            out = await strategy.compact(msgs, None)
+            dt = time.perf_counter() - t0
+            q.put(("result", dt, estimate_token_count(out)))
+
+    asyncio.run(run())
+
+
+PEERS: dict[str, tuple[str, Callable[[str, int, int, Any], None]]] = {
+    "MAF": ("agent_framework", _maf_worker),
+    "harness": ("pydantic_ai_harness", _harness_worker),
+}
+
+
+def available_peers() -> dict[str, str]:
+    """Peer name -> version, for the peers importable here."""
+    import importlib
+    import importlib.metadata as md
+
+    out = {}
+    dists = {"MAF": "agent-framework-core", "harness": "pydantic-ai-harness"}
+    for name, (module, _) in PEERS.items():
+        try:
+            importlib.import_module(module)
+        except Exception:
+            continue
+        try:
+            out[name] = md.version(dists[name])
+        except md.PackageNotFoundError:
+            out[name] = "?"
+    return out
+
+
+@dataclass
+class Measured:
+    seconds: float | None
+    tokens: int = 0
+    hit: bool = False
+    error: bool = False
+
+
+def _get(q: Any, proc: Any, timeout: float) -> Any:
+    """The next result, or TimeoutError (limit hit) / RuntimeError (the child died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return q.get(timeout=min(0.2, max(0.01, deadline - time.monotonic())))
+        except Exception:
+            if not proc.is_alive() and q.empty():
+                raise RuntimeError("peer failed") from None
+    raise TimeoutError
+
+
+def peer_measure(peer: str, kind: str, n: int, repeat: int, limit: float) -> Measured:
+    """Median seconds of `repeat` calls in a child process, each under `limit`."""
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    proc = ctx.Process(target=_maf_worker, args=(kind, n, repeat, q), daemon=True)
+    proc = ctx.Process(target=PEERS[peer][1], args=(kind, n, repeat, q), daemon=True)
     proc.start()
     times: list[float] = []
     tokens = 0
-    hit = False
+    hit = error = False
     try:
-        q.get(timeout=max(600.0, limit * 10))  # setup is not measured
+        _get(q, proc, max(600.0, limit * 10))  # building the history is not measured
         for _ in range(repeat):
-            _, dt, tokens = q.get(timeout=limit)
+            _, dt, tokens = _get(q, proc, limit)
             times.append(dt)
-    except Exception:
+    except TimeoutError:
         hit = True
+    except RuntimeError:
+        error = True
     finally:
         proc.terminate()
         proc.join(5)
-    return times, tokens, hit
+    return Measured(statistics.median(times) if times else None, tokens, hit, error)
 
 
 # -- report ------------------------------------------------------------------------------
@@ -218,58 +327,62 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def row(size: int, what: str, ours: float, peer: float | None, hit: bool, limit: float,
-        note: str = "") -> str:  # fmt: skip
-    peer_s = f"> {limit:g} s" if hit else ("n/a" if peer is None else fmt_time(peer))
-    if hit:
-        ratio = f"< {ours / limit:.2g}"
-    elif peer is None:
-        ratio = ""
+def cells(ours: float, peer: Measured, limit: float) -> str:
+    """The peer's time and the kompakt/peer ratio."""
+    if peer.hit:
+        return f"{'> ' + format(limit, 'g') + ' s':>10} {'< ' + format(ours / limit, '.2g'):>24}"
+    if peer.seconds is None:
+        return f"{'failed' if peer.error else 'n/a':>10} {'':>24}"
+    if peer.seconds >= ours:
+        ratio = f"{ours / peer.seconds:.2g} ({peer.seconds / ours:,.0f}× faster)"
     else:
-        ratio = f"{ours / peer:.2g} ({peer / ours:,.0f}× faster)"
-    return f"{size:>7,}  {what:<30} {fmt_time(ours):>10} {peer_s:>11}  {ratio:<26} {note}"
+        ratio = f"{ours / peer.seconds:.2g} ({ours / peer.seconds:.1f}× slower)"
+    return f"{fmt_time(peer.seconds):>10} {ratio:>24}"
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--sizes", default="1000,10000,50000", help="message counts, comma-separated")
     p.add_argument("--limit", type=float, default=60.0, help="seconds allowed per peer call")
     p.add_argument("--repeat", type=int, default=3, help="repetitions of each cold measurement")
-    p.add_argument("--turns", type=int, default=5, help="appended turns measured for the peer")
+    p.add_argument("--turns", type=int, default=5, help="appended turns measured for the peers")
+    p.add_argument("--peers", default=",".join(PEERS), help="peers to compare, comma-separated")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    maf = maf_available()
-    print(f"kompakt vs Microsoft Agent Framework {maf or '(not installed: kompakt only)'}")
-    print(f"budget {BUDGET:,} tokens; 4 chars/token on both sides; medians; limit {args.limit:g} s")
-    print(f"{'msgs':>7}  {'measure':<30} {'kompakt':>10} {'MAF':>11}  {'kompakt/MAF':<26} tokens")
+    found = available_peers()
+    peers = [x for x in args.peers.split(",") if x in found]
+    names = ", ".join(f"{x} {found[x]}" for x in peers) or "no peer installed: kompakt only"
+    print(f"kompakt vs {names}")
+    print(f"budget {BUDGET:,} tokens; ~4 chars/token everywhere; medians; limit {args.limit:g} s")
+    header = f"{'msgs':>7}  {'measure':<28} {'kompakt':>10}"
+    for x in peers:
+        header += f" {x:>10} {'kompakt/' + x:>24}"
+    print(header + "  tokens after (kompakt" + "".join(f", {x}" for x in peers) + ")")
     for n in sizes:
-        ours = statistics.median(kompakt_per_turn(n, 200))
-        peer: list[float] = []
-        hit = False
-        if maf:
-            peer, _, hit = maf_measure("turn", n, args.turns, args.limit)
-        print(row(n, "(a) per turn: append + check", ours, _med(peer), hit, args.limit))
-
-        times, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, []))
-        peer_tokens = 0
-        if maf:
-            peer, peer_tokens, hit = maf_measure("truncate", n, args.repeat, args.limit)
-        note = f"{tokens:,} vs {peer_tokens:,}" if peer else f"{tokens:,}"
-        print(row(n, f"(b) cold truncation to {BUDGET // 1000}k", statistics.median(times),
-                  _med(peer), hit, args.limit, note))  # fmt: skip
-
-        collapse = lambda: CollapseToolResults(keep_last=KEEP_TOOL_GROUPS, min_preserved=0)  # noqa: E731
-        times, tokens = kompakt_cold(n, args.repeat, collapse)
-        if maf:
-            peer, peer_tokens, hit = maf_measure("collapse", n, args.repeat, args.limit)
-        note = f"{tokens:,} vs {peer_tokens:,}" if peer else f"{tokens:,}"
-        print(row(n, "(c) collapse tool results", statistics.median(times), _med(peer), hit,
-                  args.limit, note))  # fmt: skip
-        sys.stdout.flush()
+        rows: list[tuple[str, str, float, int, int]] = [
+            ("(a) per turn: append + check", "turn", statistics.median(kompakt_per_turn(n, 200)),
+             0, args.turns),
+        ]  # fmt: skip
+        t, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, []))
+        rows.append((f"(b) cold truncation to {BUDGET // 1000}k", "truncate", statistics.median(t),
+                     tokens, args.repeat))  # fmt: skip
+        t, tokens = kompakt_cold(n, args.repeat, _collapse)
+        rows.append(("(c) collapse tool results", "collapse", statistics.median(t), tokens,
+                     args.repeat))  # fmt: skip
+        for label, kind, ours, tokens, repeat in rows:
+            line = f"{n:>7,}  {label:<28} {fmt_time(ours):>10}"
+            after = [f"{tokens:,}"] if tokens else []
+            for x in peers:
+                m = peer_measure(x, kind, n, repeat, args.limit)
+                line += " " + cells(ours, m, args.limit)
+                if tokens:
+                    after.append(f"{m.tokens:,}" if m.tokens else "-")
+            print(line + ("  " + " / ".join(after) if after else ""))
+            sys.stdout.flush()
 
 
-def _med(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
+def _collapse() -> CollapseToolResults:
+    return CollapseToolResults(keep_last=KEEP_TOOL_GROUPS, min_preserved=0)
 
 
 if __name__ == "__main__":
