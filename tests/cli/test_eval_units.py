@@ -200,3 +200,16 @@ def test_replay_property_budget_holds_and_output_is_valid(msgs: list[Message], b
         if s.compacted:
             assert s.tokens_sent <= budget
     assert find_problems(result.final_messages, "openai") == []
+
+
+def test_recall_through_a_real_store(run: list[Message]) -> None:
+    from kompakt.eval.probes import Artifact
+    from kompakt.eval.replay import store_recall
+
+    recover = store_recall(run)
+    assert recover(Artifact("error", "ModuleNotFoundError: No module named 'asgiref'", 0))
+    assert recover(Artifact("path", "/testbed/django/core/management/__init__.py", 0))
+    assert not recover(Artifact("path", "/nowhere/never_seen_in_this_run.py", 0))
+    result = replay(run, make_compactor("truncation", 3000), recall=True)
+    lost = sum(a.total - a.visible for a in result.artifacts)
+    assert lost > 0 and sum(a.recoverable for a in result.artifacts) == lost

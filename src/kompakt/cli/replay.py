@@ -102,9 +102,14 @@ def run_replay(
     strategy: str,
     budget: int | None,
     progress: bool = True,
+    recall: bool = True,
     console: Console = err_console,
 ) -> ReplayResult:
-    """Replay with a live progress bar (and one line per compaction) on `console`."""
+    """Replay with a live progress bar (and one line per compaction) on `console`.
+
+    With `recall`, lost artifacts count as recoverable only when a full-text search
+    over the originals (a SQLite store, as the agent's recall tool) finds them.
+    """
     if not progress:
         return replay(
             messages,
@@ -113,6 +118,7 @@ def run_replay(
             source=source,
             strategy=strategy,
             budget=budget,
+            recall=recall,
         )
     columns = (
         TextColumn("[bold]replaying[/]"),
@@ -130,6 +136,7 @@ def run_replay(
             source=source,
             strategy=strategy,
             budget=budget,
+            recall=recall,
             on_message=lambda done, _total: bar.update(task, completed=done),
             on_event=lambda e: bar.console.print(_event_line(e), highlight=False),
         )

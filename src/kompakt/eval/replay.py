@@ -54,6 +54,8 @@ __all__ = [
     "ReplayResult",
     "ReplayStep",
     "replay",
+    "store_recall",
+    "tally_artifacts",
 ]
 
 
@@ -276,19 +278,45 @@ def _changed(ev: ReplayEvent) -> bool:
 
 
 def tally_artifacts(
-    artifacts: Sequence[Artifact], visible: str, original: str, *, examples: int = 5
+    artifacts: Sequence[Artifact],
+    visible: str,
+    recover: Callable[[Artifact], bool],
+    *,
+    examples: int = 5,
 ) -> list[ArtifactTally]:
-    """Count, per kind, which artifacts appear in `visible` and which only in `original`."""
+    """Count, per kind, which artifacts appear in `visible`, and which `recover` gets back."""
     out: list[ArtifactTally] = []
     for kind in ARTIFACT_KINDS:
         mine = [a for a in artifacts if a.kind == kind]
         seen = [a for a in mine if a.key in visible]
         lost = [a for a in mine if a.key not in visible]
-        back = [a for a in lost if a.key in original]
+        back = [a for a in lost if recover(a)]
         out.append(
             ArtifactTally(kind, len(mine), len(seen), len(back), [a.text for a in lost[:examples]])
         )
     return out
+
+
+def store_recall(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
+    """Recall as an agent would: full-text search over the originals in a SQLite store.
+
+    An artifact counts as recoverable when one of the five best matches shows it.
+    """
+    from kompakt.store import SQLiteStore
+
+    store = SQLiteStore(":memory:")
+    store.append("replay", messages)
+
+    def recover(a: Artifact) -> bool:
+        found = store.search("replay", a.text, limit=5)
+        return any(a.key in visible_text([m]) for m in found)
+
+    return recover
+
+
+def _in_originals(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
+    original = visible_text(messages)
+    return lambda a: a.key in original
 
 
 def replay(
@@ -302,12 +330,16 @@ def replay(
     needles: Sequence[Needle] = (),
     on_message: Callable[[int, int], None] | None = None,
     on_event: Callable[[ReplayEvent], None] | None = None,
+    recall: bool = False,
 ) -> ReplayResult:
     """Replay `messages` through `compactor`, one recorded model call at a time.
 
     `on_message(done, total)` is called after each message (for a progress bar),
     `on_event(event)` after each compaction. Needles planted in `messages` (see
-    `plant_needles`) are checked against the final context.
+    `plant_needles`) are checked against the final context. An artifact no longer
+    visible is *recoverable* when it is in the originals; with ``recall=True`` only
+    when a full-text search of a SQLite store holding the originals (what the agent's
+    recall tool runs) finds it.
     """
     t0 = time.perf_counter()
     index = MessageIndex(tokenizer=tokenizer)
@@ -355,8 +387,8 @@ def replay(
     model_call()
     final = view.render() if view is not None else list(index.messages)
     shown = visible_text(final)
-    original = visible_text(index.messages)
     artifacts = extract_artifacts(index.messages)
+    recover = store_recall(index.messages) if recall else _in_originals(index.messages)
     return ReplayResult(
         source=source,
         strategy=strategy,
@@ -365,7 +397,7 @@ def replay(
         messages=total,
         steps=steps,
         events=events,
-        artifacts=tally_artifacts(artifacts, shown, original),
+        artifacts=tally_artifacts(artifacts, shown, recover),
         needles=[
             NeedleResult(n.kind, n.value, n.position, normalize(n.value) in shown) for n in needles
         ],
