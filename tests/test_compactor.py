@@ -319,3 +319,19 @@ def test_budgeted_with_a_summarizing_strategy_sync_and_async() -> None:
     view, event = asyncio.run(compactor().compact_async(idx))
     check_view(view, validity(list(idx.messages)), 6_000)
     assert event.model_calls >= 1
+
+
+def test_agent_loop_compacts_rarely_and_stays_valid() -> None:
+    idx = MessageIndex([Message.system("sys")], tokenizer=CharEstimator())
+    c = Compactor(TokensExceed(20_000), Budgeted(12_000))
+    events = []
+    for i in range(300):
+        idx.extend(turn(i, size=600))
+        if c.check(idx):
+            view, event = c.compact(idx)
+            assert view.total_tokens <= 12_000
+            events.append(event)
+        assert c.view is not None and c.view.total_tokens <= 20_000 + 1_000
+    assert 5 <= len(events) <= 40  # hysteresis: one compaction per ~8k tokens of growth
+    assert all(e.tokens_before > 20_000 for e in events)
+    check_view(c.view, validity(list(idx.messages)))
