@@ -458,7 +458,7 @@ def _read(
 ) -> tuple[list[Message], Callable[[list[Message]], Any]]:
     """The messages, and how to turn the result back into the input's format."""
     is_list = isinstance(messages, Sequence) and not isinstance(messages, (str, bytes))
-    if is_list and format is None and all(isinstance(m, Message) for m in messages):
+    if is_list and all(isinstance(m, Message) for m in messages):
         if hasattr(messages, "format"):  # a Conversation: keep its format and envelope
             return list(messages), lambda out: _like(messages, out)
         return list(messages), lambda out: out

@@ -45,6 +45,10 @@ class Budgeted(BaseStrategy):
     `CollapseToolResults(keep_last=2)` (old tool groups become one-line notes),
     `SlidingWindow(keep_last_turns=1)` (whole old turns go).
 
+    The budget is its target: a compactor's `target` does not change where it stops.
+    For hysteresis, trigger above the budget:
+    ``Compactor(trigger=TokensExceed(100_000), strategy=Budgeted(60_000))``.
+
     Strategies that call a model work too: use the async API
     (``await compactor.compact_async(index)``), or the sync one outside an event loop.
 
