@@ -261,3 +261,22 @@ def _check_requests_per_thread(requests: list[list[BaseMessage]]) -> int:
         assert_valid_history(msgs)
         compacted += any(m.synthetic for m in msgs)
     return compacted
+
+
+def test_a_system_prompt_rebuilt_per_call_is_not_a_new_history() -> None:
+    hook = pre_model_hook(_compactor())
+    node = hook.func.__self__  # the _Hook behind the runnable
+    history: list[BaseMessage] = [HumanMessage("go", id="h")]
+    indexes = []
+    for step in range(8):
+        call = {"name": "read_file", "args": {}, "id": f"c{step}", "type": "tool_call"}
+        history += [
+            AIMessage("", tool_calls=[call], id=f"a{step}"),
+            ToolMessage(BIG, tool_call_id=f"c{step}", id=f"t{step}"),
+        ]
+        system = SystemMessage("You debug.")  # a new object every call, as dynamic prompts make
+        out = hook.invoke({"messages": [system, *history]})["llm_input_messages"]
+        assert out[0] is system
+        indexes.append(node.mirror.index)
+    assert all(i is indexes[0] for i in indexes)  # indexed incrementally, never rebuilt
+    assert node.events  # and compacted on the way

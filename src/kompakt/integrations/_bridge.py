@@ -116,11 +116,7 @@ class Mirror:
         """
         seen = self._source
         n = len(seen)
-        same = self._same
-        if len(source) < n or any(
-            a is not b and (same is None or not same(a, b))
-            for a, b in zip(seen, source, strict=False)
-        ):
+        if len(source) < n or not self._prefix(source):
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):
@@ -131,6 +127,17 @@ class Mirror:
                 self._origin[m.id] = (pos, k, len(stored))
             seen.append(obj)
         return len(source) - n
+
+    def _prefix(self, source: Sequence[Any]) -> bool:
+        """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
+        seen, same = self._source, self._same
+        for i, (a, b) in enumerate(zip(seen, source, strict=False)):
+            if a is b:
+                continue
+            if same is None or not same(a, b):
+                return False
+            seen[i] = b  # render the framework's current object
+        return True
 
     @property
     def view(self) -> View:

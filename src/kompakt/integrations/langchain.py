@@ -233,7 +233,7 @@ def _kompakt_meta(m: Message) -> dict[str, Any]:
 
 def _mirror(compactor: Any, events: list[Any]) -> Mirror:
     convert = lambda obj, pos: [message_from_langchain(obj)]  # noqa: E731
-    return Mirror(compactor, convert, to_langchain, events=events)
+    return Mirror(compactor, convert, to_langchain, same=_same, events=events)
 
 
 _MAX_THREADS = 128
@@ -384,29 +384,36 @@ def _middleware_class() -> Any:
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
             if self.hook.mode != "view":
                 return handler(request)
-            return handler(self._compacted(request, self.hook.mirror.process))
+            out = self.hook.mirror.process(_request_messages(request))
+            return handler(_override(request, out))
 
         async def awrap_model_call(
             self, request: Any, handler: Callable[[Any], Awaitable[Any]]
         ) -> Any:
             if self.hook.mode != "view":
                 return await handler(request)
-            mirror = self.hook.mirror
-            system = request.system_message
-            source = [system, *request.messages] if system is not None else list(request.messages)
-            out = await mirror.aprocess(source)
-            return await handler(_override(request, system, out))
-
-        def _compacted(self, request: Any, process: Callable[[list[Any]], list[Any]]) -> Any:
-            system = request.system_message
-            source = [system, *request.messages] if system is not None else list(request.messages)
-            return _override(request, system, process(source))
+            out = await self.hook.mirror.aprocess(_request_messages(request))
+            return await handler(_override(request, out))
 
     _CLASS.append(_KompaktMiddleware)
     return _KompaktMiddleware
 
 
-def _override(request: Any, system: Any, out: list[Any]) -> Any:
+def _request_messages(request: Any) -> list[Any]:
+    """The system prompt (it counts toward the budget) and the messages of a request."""
+    system = request.system_message
+    return [system, *request.messages] if system is not None else list(request.messages)
+
+
+def _override(request: Any, out: list[Any]) -> Any:
+    system = request.system_message
     if system is not None and out and out[0] is system:
         out = out[1:]
     return request.override(messages=out)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same message rebuilt (a system prompt made per call): same id, or equal."""
+    if type(a) is not type(b):
+        return False
+    return bool(a.id == b.id) if a.id is not None else bool(a == b)
