@@ -165,9 +165,11 @@ class BatchSummary:
     seconds: float = 0.0
 
     def count(self, status: str) -> int:
+        """How many files ended with `status` (done, skipped, failed)."""
         return sum(r.status == status for r in self.results)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON: the counts and every failure."""
         return {
             "done": self.count("done"),
             "skipped": self.count("skipped"),

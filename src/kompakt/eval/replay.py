@@ -62,9 +62,13 @@ __all__ = [
 class CompactorLike(Protocol):
     """What replay needs of a compactor (`kompakt.Compactor` is one)."""
 
-    def check(self, source: MessageIndex | View) -> bool: ...
+    def check(self, source: MessageIndex | View) -> bool:
+        """Whether to compact what would be sent now."""
+        ...
 
-    def compact(self, index: MessageIndex) -> tuple[View, Any]: ...
+    def compact(self, index: MessageIndex) -> tuple[View, Any]:
+        """Compact; the view to send and a record of what happened."""
+        ...
 
 
 @dataclass
@@ -160,22 +164,27 @@ class ReplayResult:
 
     @property
     def peak_tokens_full(self) -> int:
+        """The largest context without compaction."""
         return max((s.tokens_full for s in self.steps), default=0)
 
     @property
     def peak_tokens_sent(self) -> int:
+        """The largest context actually sent."""
         return max((s.tokens_sent for s in self.steps), default=0)
 
     @property
     def final_tokens(self) -> int:
+        """The context sent at the end of the run."""
         return self.steps[-1].tokens_sent if self.steps else 0
 
     @property
     def model_calls(self) -> int:
+        """Summarizer model calls over the whole replay."""
         return sum(e.model_calls for e in self.events)
 
     @property
     def summarizer_tokens(self) -> int:
+        """Summarizer input plus output tokens over the whole replay."""
         return sum(e.model_input_tokens + e.model_output_tokens for e in self.events)
 
     @property

@@ -131,10 +131,12 @@ class EvalRow:
 
     @property
     def needle_rate(self) -> float | None:
+        """Mean survival of the planted facts (None when there were none)."""
         return _mean([self.survival[k] for k in NEEDLE_KINDS])
 
     @property
     def artifact_rate(self) -> float | None:
+        """Mean survival of the run's own artifacts (None when there were none)."""
         return _mean([self.survival[k] for k in ARTIFACT_KINDS])
 
 
@@ -157,6 +159,7 @@ class EvalResult:
         return [self.row(s, b) for b in self.budgets for s in self.strategies]
 
     def row(self, strategy: str, budget: str) -> EvalRow:
+        """Pooled results of `strategy` at `budget` over every file."""
         cells = [c for c in self.cells if c.strategy == strategy and c.budget == budget]
         ok = [c for c in cells if c.result is not None]
         survival: dict[str, float | None] = {}
