@@ -14,7 +14,7 @@ from kompakt.compactor import Compactor
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ScriptedModel
 from kompakt.store import MemoryStore, SQLiteStore
-from kompakt.strategies import Summarize, Truncation
+from kompakt.strategies import Budgeted, Summarize, Truncation
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
 from kompakt.validation import find_problems
@@ -292,14 +292,21 @@ def test_usage_per_call_and_warning_near_the_window() -> None:
     assert any("context near its limit" in w for w in result.warnings)
 
 
-def test_provider_reported_tokens_calibrate_the_trigger() -> None:
-    """The provider bills ~4x what the estimator thinks: the trigger follows the provider."""
+@pytest.mark.parametrize("strategy", ["truncation", "budgeted"])
+def test_provider_reported_tokens_calibrate_the_trigger(strategy: str) -> None:
+    """The provider bills more than the estimator thinks: compaction follows the provider."""
 
     def run(model: ScriptedModel) -> int:
-        agent = Agent(model, tools=[read_log], compactor=small_compactor(2000), recall=False)
-        return len(agent.run_sync("read").compactions)
+        if strategy == "budgeted":
+            compactor = Compactor(strategy=Budgeted(2000))
+        else:
+            compactor = small_compactor(2000)
+        agent = Agent(model, tools=[read_log], compactor=compactor, recall=False)
+        result = agent.run_sync("read")
+        assert not result.warnings, result.warnings
+        return len(result.compactions)
 
-    provider = ScriptedModel(tool_loop(4), tokenizer=CharEstimator(chars_per_token=1.0))
+    provider = ScriptedModel(tool_loop(4), tokenizer=CharEstimator(chars_per_token=3.0))
     assert run(provider) >= 1
 
     class Silent(ScriptedModel):  # reports no input tokens: only the estimate is used

@@ -172,3 +172,18 @@ def test_swap_in_unit_used_stale_and_grown() -> None:
     assert asyncio.run(used()) == ("used", ["q1", "q2", "q3", "newer"])
     assert asyncio.run(stale()) == ("stale", ["edited", "q1", "q2", "q3"])
     assert asyncio.run(grown()) == "stale"
+
+
+def test_a_budgeted_compaction_is_prepared_as_if_at_the_trigger() -> None:
+    from kompakt.strategies import Budgeted
+
+    model = ScriptedModel(loop(7))
+    agent = Agent(
+        model, tools=[read_log], compactor=Compactor(strategy=Budgeted(2000)), prepare_at=1500
+    )
+    result = agent.run_sync("read the logs")
+    reasons = [e.reason for e in result.compactions]
+    assert reasons and reasons[0] == "prepared in the background", reasons
+    assert all(r == "prepared in the background" for r in reasons)  # never a blocking one
+    assert max(result.request_tokens) <= 2000 + 500  # the trigger plus one step of growth
+    assert all(not find_problems(list(r)) for r in model.requests)

@@ -36,17 +36,18 @@ strategies), side by side:
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from kompakt.agent.background import BackgroundCompactor
 from kompakt.agent.result import RunResult
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
-from kompakt.errors import ConfigError, InputError
+from kompakt.errors import BudgetImpossible, ConfigError, InputError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models.base import ChatModel, ChatResponse, run_sync
@@ -193,6 +194,8 @@ class Agent:
         self._running = False
         self._result: RunResult | None = None
         self._call_ids: set[str] = set()
+        self._last_request = 0
+        self._growth = 0
 
     # -- public ---------------------------------------------------------------------
 
@@ -288,7 +291,8 @@ class Agent:
         request = view.render()
         estimate = view.total_tokens
         self._warn_if_near_limit(result, estimate + self._offset)
-        result.request_tokens.append(estimate + self._offset)
+        self._last_request = estimate + self._offset
+        result.request_tokens.append(self._last_request)
         specs = [t.spec for t in self.tools.values()] or None
         response = await self.model.chat(request, tools=specs, max_tokens=self.max_tokens)
         result.usage.append(response.usage)
@@ -316,12 +320,14 @@ class Agent:
         if not forced and self.hook == "after_run":
             return
         trigger = self.compactor.trigger
-        fires = forced or trigger(self._metrics())
+        # what the last step appended: the trigger fires up to one such step past it
+        self._growth = max(0, self._metrics().total_tokens - self._last_request)
+        fires = forced or self._fires()
         if fires and self.background is not None and self.background.pending:
             event = await self._swap_in(view)
             if event is not None:
                 result.compactions.append(event)
-                fires = forced or trigger(self._metrics())
+                fires = forced or self._fires()
         if fires:
             if forced:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
@@ -329,10 +335,13 @@ class Agent:
             else:
                 stop = _Shifted(self.compactor.target, self._offset)
                 reason = f"{trigger!r} fired at {self._metrics().total_tokens:,} tokens"
-            event = await self._compact(
-                self.compactor.strategy, stop, reason=reason, check_trigger=not forced
-            )
-            result.compactions.append(event)
+            strategy = _calibrated(self.compactor.strategy, self._offset)
+            try:
+                event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
+            except BudgetImpossible as e:  # the request may still go through: let it try
+                self._warn(f"compaction could not reach its budget: {e}")
+            else:
+                result.compactions.append(event)
         if self.background is not None:
             self.background.prepare(self._load(), self._metrics())
 
@@ -358,17 +367,19 @@ class Agent:
         self._after_compaction(view)
         return event
 
-    async def _compact_snapshot(self, snapshot: View) -> CompactionEvent:
-        """Compact a snapshot as if the history had already grown to the trigger, so the
-        prepared result still meets the target when it is swapped in later."""
+    def _compact_snapshot(self, snapshot: View) -> Coroutine[Any, Any, CompactionEvent]:
+        """Compact a snapshot as if the history had already grown to the trigger (plus the
+        step that crosses it), so the prepared result still holds when swapped in later.
+        The shift is taken now: the coroutine runs later, when the figures have moved."""
         assert self.compactor is not None
         limit = getattr(self.compactor.trigger, "limit", None)
         now = snapshot.total_tokens + self._offset
-        headroom = max(0, limit - now) if isinstance(limit, int) else 0
-        stop = _Shifted(self.compactor.target, self._offset + headroom)
-        return await _run_compaction(
-            snapshot, self.compactor.strategy, stop, self.compactor.summarizer, "background", True
-        )
+        headroom = max(0, limit - now) + self._growth if isinstance(limit, int) else 0
+        shift = self._offset + headroom
+        stop = _Shifted(self.compactor.target, shift)
+        strategy = _calibrated(self.compactor.strategy, shift)
+        summarizer = self.compactor.summarizer
+        return _run_compaction(snapshot, strategy, stop, summarizer, "background", False)
 
     async def _compact(
         self, strategy: StrategyLike, stop: Trigger, *, reason: str, check_trigger: bool
@@ -394,12 +405,11 @@ class Agent:
             _add_recall_notes(view)
 
     async def _after_run(self, result: RunResult) -> None:
-        if self.compactor is not None and self.compactor.trigger(self._metrics()):
+        if self.compactor is not None and self._fires():
             stop = _Shifted(self.compactor.target, self._offset)
             reason = f"after the run: {self.compactor.trigger!r} fired"
-            event = await self._compact(
-                self.compactor.strategy, stop, reason=reason, check_trigger=True
-            )
+            strategy = _calibrated(self.compactor.strategy, self._offset)
+            event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
             result.compactions.append(event)
         if self._dirty:
             last = result.compactions[-1] if result.compactions else None
@@ -436,6 +446,13 @@ class Agent:
         self.store.append(self.session, stored)
         if self._result is not None:
             self._result.messages.extend(stored)
+
+    def _fires(self) -> bool:
+        """The compactor's trigger and the strategy's own, on calibrated metrics."""
+        assert self.compactor is not None
+        metrics = self._metrics()
+        own = getattr(self.compactor.strategy, "trigger", None)
+        return self.compactor.trigger(metrics) and (own is None or bool(own(metrics)))
 
     def _metrics(self) -> _Calibrated:
         return _Calibrated(self._load(), self._offset)
@@ -560,6 +577,17 @@ async def _run_compaction(
         if s.fallback:
             event.fallbacks.append(f"{s.strategy}: {s.fallback}")
     return event
+
+
+def _calibrated(strategy: StrategyLike, offset: int) -> StrategyLike:
+    """A token-budgeted strategy (`Budgeted`) with its budget moved by the provider's
+    calibration offset, so it measures what the provider bills."""
+    budget = getattr(strategy, "token_budget", None)
+    if not offset or not isinstance(budget, int):
+        return strategy
+    moved = copy.copy(strategy)
+    moved.token_budget = max(1, budget - offset)  # type: ignore[union-attr]
+    return moved
 
 
 def _add_recall_notes(view: View) -> None:

@@ -113,7 +113,8 @@ class BackgroundCompactor:
 
         Waits for the task if it has not finished (the time is added to
         ``stats["waited"]``). Returns "used", "stale" (dropped: compact afresh),
-        "failed" (the preparation raised) or "none" (nothing was prepared).
+        "failed" (the preparation raised) or "none" (nothing was prepared, or the
+        preparation changed nothing).
         """
         prepared, self._prepared = self._prepared, None
         if prepared is None:
@@ -126,6 +127,8 @@ class BackgroundCompactor:
             self.stats["failed"] += 1
             return "failed"
         edits = _edits(prepared)
+        if not edits:
+            return "none"
         if not _still_valid(view, prepared, edits):
             self.stats["stale"] += 1
             return "stale"
