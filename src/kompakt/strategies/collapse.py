@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from kompakt.messages import Message
 from kompakt.strategies._common import (
+    _NON_BLANK,
     abbreviate,
     check_count,
     first_line,
-    has_more_than,
     optional_trigger,
     rendered_tokens,
     short_args,
@@ -124,12 +125,30 @@ def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
     return body
 
 
+_PAIR = re.compile(r"<([\w-]{1,30})>([^<\n]{0,30})</\1>")
+_TAG = re.compile(r"</?[\w-]{1,30}/?>")
+
+
 def _gist(result: Message | None) -> str:
+    """The first non-empty line of a result; wrapper tags dropped, a leading
+    ``<returncode>0</returncode>`` kept as ``returncode=0``."""
     if result is None:
         return "(no result)"
     text = result.text
-    line = first_line(text)
-    if not line:
+    pieces: list[str] = []
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        end = n if end < 0 else end
+        raw = text[start:end].strip()
+        start = end + 1
+        line = " ".join(_TAG.sub(" ", _PAIR.sub(r"\1=\2", raw)).split())
+        if not line:
+            continue
+        pieces.append(line)
+        if not _PAIR.fullmatch(raw) or len(pieces) == 3:
+            break
+    if not pieces:
         return "(empty)"
-    more = has_more_than(text, line)
-    return abbreviate(line, 80) + (" …" if more else "")
+    more = _NON_BLANK.search(text, start) is not None
+    return abbreviate(" | ".join(pieces), 80) + (" …" if more else "")
