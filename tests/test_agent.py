@@ -349,6 +349,8 @@ def test_summaries_mention_recall_and_recall_returns_verbatim_originals() -> Non
     agent = Agent(model, tools=[run_tests, read_log], compactor=compactor)
     result = agent.run_sync("fix it")
     assert result.output == "found it"
+    for request in model.requests:
+        assert_valid(list(request))
     summaries = [m for r in model.requests for m in r if m.synthetic == "summary"]
     assert summaries and RECALL_NOTE in summaries[-1].text
     recalled = next(m for m in model.requests[-1] if m.tool_call_id == "r1")
