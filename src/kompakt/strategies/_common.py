@@ -87,12 +87,6 @@ def first_line(text: str) -> str:
     return ""
 
 
-def has_more_than(text: str, line: str) -> bool:
-    """`text` has non-blank content besides its first non-empty `line`."""
-    pos = text.find(line) + len(line)
-    return _NON_BLANK.search(text, pos) is not None
-
-
 def abbreviate(text: str, limit: int) -> str:
     """`text` cut to `limit` characters with an ellipsis when longer."""
     if len(text) <= limit:
