@@ -64,3 +64,7 @@ def demo_command(
         print_replay(result)
         written = write_report(replay_report(result, title="kompakt demo"), output)
         out_console.print(f"\nreport written to [bold]{written}[/] (open it in a browser)")
+        out_console.print(
+            "your own run: [bold]kompakt replay RUN.json --budget 0.3 --report replay.html[/]",
+            highlight=False,
+        )

@@ -142,6 +142,18 @@ def run_replay(
         )
 
 
+_BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[int], top: int, width: int = 60) -> str:
+    """`values` as block characters scaled to `top`, resampled to at most `width`."""
+    if not values or top <= 0:
+        return ""
+    if len(values) > width:
+        values = [values[int(i * len(values) / width)] for i in range(width)]
+    return "".join(_BARS[min(len(_BARS) - 1, v * len(_BARS) // (top + 1))] for v in values)
+
+
 def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     """The end-of-replay summary: context sizes, events, what is still visible."""
     head = Table(title=f"Replay of {result.source}", show_header=False, title_justify="left")
@@ -162,6 +174,12 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     )
     head.add_row("replay time", f"{result.seconds:.2f} s")
     console.print(head)
+    top = result.peak_tokens_full
+    console.print(
+        f"[dim]without[/] {sparkline([s.tokens_full for s in result.steps], top)}\n"
+        f"[dim]with   [/] [blue]{sparkline([s.tokens_sent for s in result.steps], top)}[/]",
+        highlight=False,
+    )
     if result.events:
         ev = Table(title="Compaction events", title_justify="left")
         for col in (
