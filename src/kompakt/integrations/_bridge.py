@@ -104,7 +104,12 @@ class Mirror:
         self._source: list[Any] = []
         self.index = MessageIndex(tokenizer=getattr(self.template, "tokenizer", None))
         self._origin: dict[str, Origin] = {}
-        self._rendered: dict[str, Any] = {}
+        self._out: list[Any] | None = None
+        """The last render, reused while nothing but appends happened since."""
+        self._out_at = (0, 0, 0)
+        """(source length, index length, view length) when `_out` was made."""
+        self.last_render_reused = False
+        """The last `render` only appended new originals to the one before."""
 
     # -- keeping up with the framework -------------------------------------------------
 
@@ -137,6 +142,7 @@ class Mirror:
             if same is None or not same(a, b):
                 return False
             seen[i] = b  # render the framework's current object
+            self._out = None
         return True
 
     @property
@@ -155,6 +161,7 @@ class Mirror:
             return False
         _, event = self.compactor.compact(self.index)
         self.events.append(event)
+        self._out = None
         return True
 
     async def acompact(self) -> bool:
@@ -163,12 +170,40 @@ class Mirror:
             return False
         _, event = await self.compactor.compact_async(self.index)
         self.events.append(event)
+        self._out = None
         return True
 
     # -- back to the framework ----------------------------------------------------------
 
     def render(self) -> list[Any]:
-        """The compacted history as framework messages (originals are the source objects)."""
+        """The compacted history as framework messages (originals are the source objects).
+
+        When only originals were appended since the last render (no compaction, each new
+        message sent as it is), the last render plus the new source objects is returned
+        without walking the history again.
+        """
+        reused = self._reuse()
+        self.last_render_reused = reused is not None
+        out = reused if reused is not None else self._render_all()
+        view = self.view
+        self._out = out
+        self._out_at = (len(self._source), self.index.message_count, view.message_count)
+        return list(out)
+
+    def _reuse(self) -> list[Any] | None:
+        if self._out is None:
+            return None
+        n_source, n_index, n_view = self._out_at
+        index, view = self.index, self.view
+        new = index.message_count - n_index
+        if view.message_count != n_view + new:
+            return None  # an omission note appeared, or a new message joined a replaced group
+        for pos in range(n_index, index.message_count):
+            if not view.is_original(index.group_of(pos).index):
+                return None
+        return self._out + self._source[n_source:]
+
+    def _render_all(self) -> list[Any]:
         out: list[Any] = []
         pending: list[Message] = []
         rendered = self.view.render()

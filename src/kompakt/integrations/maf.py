@@ -263,16 +263,19 @@ class KompaktStrategy:
 
     async def __call__(self, messages: list[Any]) -> bool:
         async with self.mirror.alock:
-            source = [m for m in messages if self._is_source(m)]
+            inserted, mine = self._inserted, self._excluded
+            source = [
+                m
+                for m in messages
+                if id(m) not in inserted
+                and (id(m) in mine or not m.additional_properties.get(_EXCLUDED))
+            ]
             self.mirror.sync(source)
             await self.mirror.acompact()
             rendered = self.mirror.render()
+            if self.mirror.last_render_reused:
+                return False  # only new originals, sent as they are: nothing to mark
             return self._write_back(messages, source, rendered)
-
-    def _is_source(self, m: Any) -> bool:
-        if id(m) in self._inserted:
-            return False
-        return not _excluded(m) or id(m) in self._excluded
 
     def _write_back(self, messages: list[Any], source: list[Any], rendered: list[Any]) -> bool:
         sent = {id(m) for m in rendered}
