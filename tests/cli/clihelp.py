@@ -38,11 +38,39 @@ def invoke(*args: str, stdin: str | None = None) -> Run:
     return Run(result.exit_code, result.stdout, result.stderr)
 
 
-def run(*args: str, cwd: Path | None = None, stdin: str | None = None, timeout: float = 120) -> Run:
-    """Run ``python -m kompakt`` in a real subprocess."""
+NO_NETWORK = """
+import socket
+
+def _refuse(*args, **kwargs):
+    raise OSError("network access attempted in an offline test")
+
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.create_connection = _refuse
+"""
+"""A ``sitecustomize`` that makes any network connection fail."""
+
+
+def run(
+    *args: str,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    timeout: float = 120,
+    offline: Path | None = None,
+) -> Run:
+    """Run ``python -m kompakt`` in a real subprocess.
+
+    With `offline` (a scratch folder), the child process cannot open a connection.
+    """
     env = dict(os.environ)
-    src = str(REPO / "src")
-    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    paths = [str(REPO / "src")]
+    if offline is not None:
+        offline.mkdir(parents=True, exist_ok=True)
+        (offline / "sitecustomize.py").write_text(NO_NETWORK)
+        paths.insert(0, str(offline))
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env["COLUMNS"] = "160"
     proc = subprocess.run(
         [sys.executable, "-m", "kompakt", *args],

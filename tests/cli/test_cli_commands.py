@@ -100,7 +100,7 @@ def test_demo_subprocess_offline_and_fast(tmp_path: Path) -> None:
     import time
 
     t0 = time.perf_counter()
-    r = run("demo", cwd=tmp_path, timeout=60)
+    r = run("demo", cwd=tmp_path, timeout=60, offline=tmp_path / "site")
     took = time.perf_counter() - t0
     assert r.code == 0, r.stderr
     assert (tmp_path / "kompakt-demo.html").stat().st_size > 5_000

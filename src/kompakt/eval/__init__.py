@@ -5,4 +5,6 @@
 * `retention`: strategies side by side at several budgets.
 * `report`: one self-contained HTML file with inline SVG charts.
 * `batch`: many transcripts over a local worker pool or Ray.
+* `compactors`: compactors by name or config file; `documents`: writing transcripts back;
+  `svg`: the inline charts.
 """
