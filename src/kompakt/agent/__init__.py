@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from kompakt.agent.agent import RECALL_NOTE, Agent, Hook
+from kompakt.agent.agent import Agent, Hook
 from kompakt.agent.background import BackgroundCompactor
+from kompakt.agent.recall import RECALL_NOTE
 from kompakt.agent.result import RunResult, StopReason
 from kompakt.agent.tools import Tool, as_tool, execute_calls, tool
 

@@ -35,8 +35,6 @@ strategies), side by side:
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import logging
 import time
 import uuid
@@ -44,6 +42,8 @@ from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from kompakt.agent.background import BackgroundCompactor
+from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
+from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
@@ -67,45 +67,11 @@ from kompakt.triggers import (
 )
 from kompakt.view import View
 
-__all__ = ["RECALL_NOTE", "Agent", "Hook"]
+__all__ = ["Agent", "Hook"]
 
 log = logging.getLogger("kompakt.agent")
 
 Hook: TypeAlias = Literal["before_model", "after_run", "both"]
-
-RECALL_NOTE = "[Originals archived: call the recall tool with a query or these ids to read them"
-"""Start of the note put on summaries so the model knows the originals can be recalled."""
-
-_HINTED = ("summary", "facts")
-_MAX_IDS = 12
-
-
-class _Calibrated:
-    """A view's metrics with the provider's figure folded in: the input tokens the
-    provider reported for the last request, plus the estimate of what changed since."""
-
-    def __init__(self, view: View, offset: int) -> None:
-        self.view = view
-        self.offset = offset
-
-    @property
-    def total_tokens(self) -> int:
-        return self.view.total_tokens + self.offset
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.view, name)
-
-
-class _Shifted(Trigger):
-    def __init__(self, trigger: Trigger, offset: int) -> None:
-        self.trigger = trigger
-        self.offset = offset
-
-    def __call__(self, m: Any) -> bool:
-        return self.trigger(_Calibrated(m, self.offset) if self.offset else m)
-
-    def __repr__(self) -> str:
-        return repr(self.trigger)
 
 
 class Agent:
@@ -179,9 +145,12 @@ class Agent:
         for t in tools:
             self._add_tool(as_tool(t))
         if recall:
-            self._add_tool(self._recall_tool())
+            tok = self.tokenizer
+            self._add_tool(
+                recall_tool(self.store, self.session, max_tokens=recall_tokens, tokenizer=tok)
+            )
         if compactor is not None:
-            self._add_tool(self._compact_tool())
+            self._add_tool(compact_context_tool(self._request_compaction))
         self.background: BackgroundCompactor | None = None
         if prepare_at is not None and compactor is not None:
             at = TokensExceed(prepare_at) if isinstance(prepare_at, int) else prepare_at
@@ -333,9 +302,9 @@ class Agent:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
                 reason = "requested by the model (compact_context)"
             else:
-                stop = _Shifted(self.compactor.target, self._offset)
+                stop = Shifted(self.compactor.target, self._offset)
                 reason = f"{trigger!r} fired at {self._metrics().total_tokens:,} tokens"
-            strategy = _calibrated(self.compactor.strategy, self._offset)
+            strategy = calibrated_strategy(self.compactor.strategy, self._offset)
             try:
                 event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
             except BudgetImpossible as e:  # the request may still go through: let it try
@@ -376,8 +345,8 @@ class Agent:
         now = snapshot.total_tokens + self._offset
         headroom = max(0, limit - now) + self._growth if isinstance(limit, int) else 0
         shift = self._offset + headroom
-        stop = _Shifted(self.compactor.target, shift)
-        strategy = _calibrated(self.compactor.strategy, shift)
+        stop = Shifted(self.compactor.target, shift)
+        strategy = calibrated_strategy(self.compactor.strategy, shift)
         summarizer = self.compactor.summarizer
         return _run_compaction(snapshot, strategy, stop, summarizer, "background", False)
 
@@ -402,13 +371,13 @@ class Agent:
             view.restore(last.index)  # the fresh tool results always reach the model
             self._warn("a strategy removed the newest tool results; they were restored")
         if self._recall:
-            _add_recall_notes(view)
+            add_recall_notes(view)
 
     async def _after_run(self, result: RunResult) -> None:
         if self.compactor is not None and self._fires():
-            stop = _Shifted(self.compactor.target, self._offset)
+            stop = Shifted(self.compactor.target, self._offset)
             reason = f"after the run: {self.compactor.trigger!r} fired"
-            strategy = _calibrated(self.compactor.strategy, self._offset)
+            strategy = calibrated_strategy(self.compactor.strategy, self._offset)
             event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
             result.compactions.append(event)
         if self._dirty:
@@ -454,8 +423,8 @@ class Agent:
         own = getattr(self.compactor.strategy, "trigger", None)
         return self.compactor.trigger(metrics) and (own is None or bool(own(metrics)))
 
-    def _metrics(self) -> _Calibrated:
-        return _Calibrated(self._load(), self._offset)
+    def _metrics(self) -> Calibrated:
+        return Calibrated(self._load(), self._offset)
 
     def _warn(self, text: str) -> None:
         log.warning("session %s: %s", self.session, text)
@@ -473,6 +442,9 @@ class Agent:
         if text not in result.warnings:
             self._warn(text)
 
+    def _request_compaction(self) -> None:
+        self._compact_requested = True
+
     def _add_tool(self, t: Tool) -> None:
         if t.name in self.tools:
             raise ConfigError(f"two tools are named {t.name!r}: rename one (tool(name=...))")
@@ -484,65 +456,6 @@ class Agent:
         finally:  # the event loop ends with run_sync: drop unfinished background work
             if self.background is not None and not self.background.ready:
                 self.background.discard()
-
-    # -- tools the model gets --------------------------------------------------------
-
-    def _recall_tool(self) -> Tool:
-        agent = self
-
-        async def recall(query: str = "", ids: list[str] | None = None) -> str:
-            """Read archived original messages verbatim (tool output, files, errors that
-            were compacted away), by a search query or by the ids a summary lists.
-
-            Args:
-                query: words, an error message or a file path to search the archive for.
-                ids: message ids named in a summary of earlier conversation.
-            """
-            return await asyncio.to_thread(agent._recall_text, query, list(ids or ()))
-
-        return as_tool(recall)
-
-    def _recall_text(self, query: str, ids: list[str]) -> str:
-        if not query.strip() and not ids:
-            return "Error: give `query` (words, an error, a path) or `ids` from a summary."
-        found = self.store.recall(
-            self.session,
-            query or None,
-            ids=ids,
-            max_tokens=self.recall_tokens,
-            tokenizer=self.tokenizer,
-        )
-        if not found:
-            some = bool(ids and any(self.store.get(self.session, i) for i in ids))
-            some = some or bool(query.strip() and self.store.search(self.session, query, limit=1))
-            if some:
-                return (
-                    f"The matching messages are larger than the recall limit of "
-                    f"{self.recall_tokens:,} tokens; ask for fewer ids or a narrower query."
-                )
-            return f"Nothing in the archive matches {query or ids!r}."
-        parts = [f"Recalled {len(found)} original message(s), verbatim:"]
-        for m in found:
-            parts.append(f"--- {_label(m)} ---\n{_body(m)}")
-        return "\n".join(parts)
-
-    def _compact_tool(self) -> Tool:
-        agent = self
-
-        def compact_context(reason: str = "") -> str:
-            """Compact the conversation now to free context space; compacted messages stay
-            archived and can be read again with the recall tool.
-
-            Args:
-                reason: why, in a few words.
-            """
-            agent._compact_requested = True
-            return (
-                "OK: the conversation will be compacted before your next request; "
-                "originals stay archived (use recall to read them)."
-            )
-
-        return as_tool(compact_context)
 
     def __repr__(self) -> str:
         return (
@@ -579,35 +492,6 @@ async def _run_compaction(
     return event
 
 
-def _calibrated(strategy: StrategyLike, offset: int) -> StrategyLike:
-    """A token-budgeted strategy (`Budgeted`) with its budget moved by the provider's
-    calibration offset, so it measures what the provider bills."""
-    budget = getattr(strategy, "token_budget", None)
-    if not offset or not isinstance(budget, int):
-        return strategy
-    moved = copy.copy(strategy)
-    moved.token_budget = max(1, budget - offset)  # type: ignore[union-attr]
-    return moved
-
-
-def _add_recall_notes(view: View) -> None:
-    """Summaries say the originals can be recalled, and by which ids."""
-    for g in view.index.groups:
-        r = view.replacement(g.index)
-        if not r or not any(m.synthetic in _HINTED and RECALL_NOTE not in m.text for m in r):
-            continue
-        view.replace(g.index, [_with_note(m) if m.synthetic in _HINTED else m for m in r])
-
-
-def _with_note(m: Message) -> Message:
-    if RECALL_NOTE in m.text or not m.covers:
-        return m
-    ids = list(m.covers)
-    shown = ", ".join(ids if len(ids) <= _MAX_IDS else [*ids[:6], "…", *ids[-6:]])
-    note = f"{RECALL_NOTE} verbatim ({len(ids)} messages): {shown}]"
-    return m.evolve(content=f"{m.text}\n\n{note}" if m.text else note, covers=m.covers)
-
-
 def _normalize(message: Message, used: set[str]) -> Message:
     """An assistant message whose calls have ids unused so far (tiny models skip or reuse them)."""
     changes: dict[str, Any] = {}
@@ -639,17 +523,6 @@ def _interrupted(call: ToolCall) -> Message:
         name=call.name,
         metadata={"error": True},
     )
-
-
-def _label(m: Message) -> str:
-    if m.role == "tool":
-        return f"id {m.id} · result of tool call {m.tool_call_id} ({m.name or 'tool'})"
-    return f"id {m.id} · {m.role}"
-
-
-def _body(m: Message) -> str:
-    calls = "\n".join(f"[call {c.name}({c.arguments})]" for c in m.tool_calls)
-    return "\n".join(x for x in (m.text, calls) if x)
 
 
 def _window(compactor: Compactor | None, model: Any) -> int | None:
