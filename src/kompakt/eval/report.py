@@ -248,6 +248,25 @@ def _overall(survival: dict[str, float | None]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _per_file(result: EvalResult) -> str:
+    head = ["run", *(f"{s} @ {b}" for b in result.budgets for s in result.strategies)]
+    rows = []
+    for f in result.files:
+        row: list[object] = [f]
+        for b in result.budgets:
+            for s in result.strategies:
+                cell = next(c for c in result.cells if (c.file, c.strategy, c.budget) == (f, s, b))
+                counts = cell.counts().values()
+                total = sum(t for _, t in counts)
+                row.append(
+                    "error"
+                    if cell.error
+                    else _pct(sum(v for v, _ in counts) / total if total else None)
+                )
+        rows.append(row)
+    return _table(head, rows)
+
+
 def eval_report(result: EvalResult, *, title: str = "kompakt eval") -> str:
     """The HTML report of a retention benchmark."""
     sub = (
@@ -319,6 +338,9 @@ def eval_report(result: EvalResult, *, title: str = "kompakt eval") -> str:
                 x_format=lambda x: f"{x:.0f}",
             )
         )
+    if len(result.files) > 1:
+        body.append("<h2>Per run (all probes pooled)</h2>")
+        body.append(_per_file(result))
     errors = [c for c in result.cells if c.error]
     if errors:
         body.append("<h2>Errors</h2>")
