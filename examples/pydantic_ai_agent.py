@@ -18,14 +18,21 @@ from kompakt import Budgeted, Compactor, TokensBelow, TokensExceed
 from kompakt.integrations.pydantic_ai import KompaktCapability
 
 
-def reads_twelve_files(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    done = sum(isinstance(m, ModelResponse) for m in messages)  # what this model still sees
-    step = int(messages[-1].parts[-1].tool_call_id[5:]) + 1 if done else 0  # type: ignore[union-attr]
-    if step >= 12:
-        return ModelResponse(parts=[TextPart("The bug is in f7.py: handler() ignores the event.")])
-    return ModelResponse(
-        parts=[ToolCallPart("read_file", {"path": f"f{step}.py"}, tool_call_id=f"call_{step}")]
-    )
+def reads_twelve_files() -> FunctionModel:
+    """Pydantic AI's FunctionModel: one read_file call per request, then an answer."""
+    step = 0
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        nonlocal step
+        step += 1
+        if step > 12:
+            return ModelResponse(
+                parts=[TextPart("The bug is in f7.py: handler() ignores the event.")]
+            )
+        call = ToolCallPart("read_file", {"path": f"f{step}.py"}, tool_call_id=f"call_{step}")
+        return ModelResponse(parts=[call])
+
+    return FunctionModel(respond)
 
 
 def main() -> None:
@@ -34,7 +41,7 @@ def main() -> None:
     )
     capability = KompaktCapability(compactor)  # mode="permanent" also rewrites the history
     agent = Agent(
-        FunctionModel(reads_twelve_files),
+        reads_twelve_files(),
         system_prompt="You debug Python.",
         capabilities=[capability],
     )
