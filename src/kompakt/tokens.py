@@ -20,6 +20,7 @@ often it is counted.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import OrderedDict
 from pathlib import Path
@@ -116,8 +117,10 @@ class CharEstimator(BaseTokenizer):
             return 0
         if text.isascii():
             return _ceil(len(text) / self.chars_per_token)
-        latin = wide = other = 0
-        for ch in text:
+        rare = _NOT_LATIN.findall(text)  # only non-Latin characters need the slow loop
+        latin = len(text) - len(rare)
+        wide = other = 0
+        for ch in rare:
             o = ord(ch)
             if o < 0x250:
                 latin += 1
@@ -131,6 +134,9 @@ class CharEstimator(BaseTokenizer):
 
     def __repr__(self) -> str:
         return f"CharEstimator(chars_per_token={self.chars_per_token})"
+
+
+_NOT_LATIN = re.compile("[^\u0000-\u024f]")
 
 
 def _is_wide(o: int) -> bool:
