@@ -198,3 +198,13 @@ async def test_compaction_provider_before_and_after_run(shared: bool) -> None:
         == 3 * 5
     )
     assert any(m.additional_properties.get("_exclude_reason") == "kompakt" for m in stored)
+
+
+async def test_a_bare_kompakt_strategy_works_too() -> None:
+    client = ScriptedChatClient()
+    strategy = KompaktStrategy(Budgeted(3_000))  # a Compactor firing over the budget
+    agent = Agent(client=client, tools=[read_file], compaction_strategy=strategy)
+    result = await agent.run("Read f1..f12 and find the bug.")
+    assert result.text == FINAL
+    assert _compacted(client.requests) >= 3
+    assert all(e.tokens_after <= 3_000 for e in strategy.events)

@@ -24,7 +24,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.view import View
 
-__all__ = ["Mirror", "Origin", "as_text", "dumps", "loads_or_text", "require"]
+__all__ = ["Mirror", "Origin", "as_compactor", "as_text", "dumps", "loads_or_text", "require"]
 
 Origin = tuple[int, int, int]
 """Where a kompakt message came from: (position in the source list, part, parts)."""
@@ -61,6 +61,16 @@ def loads_or_text(text: str) -> Any:
         return text
 
 
+def as_compactor(compactor: Any) -> Any:
+    """`compactor` itself, or a bare strategy (``Budgeted(60_000)``) in a `Compactor`
+    (whose trigger is then the strategy's own: a `Budgeted` fires over its budget)."""
+    if hasattr(compactor, "compact") and hasattr(compactor, "view_for"):
+        return compactor
+    from kompakt.compactor import Compactor
+
+    return Compactor(strategy=compactor)
+
+
 def fresh_compactor(compactor: Any) -> Any:
     """A copy of `compactor` with no view yet (one per conversation the adapter serves)."""
     clone = copy.copy(compactor)
@@ -89,7 +99,7 @@ class Mirror:
         same: Callable[[Any, Any], bool] | None = None,
         events: list[Any] | None = None,
     ) -> None:
-        self.template = compactor
+        self.template = as_compactor(compactor)
         self.lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
         self._convert = convert
