@@ -19,6 +19,8 @@ record, the originals stay, and `search` / `recall` find them again verbatim.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,8 +99,6 @@ class CompactionRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (messages in the store's native form)."""
-        import json
-
         return {
             "synthetic": [json.loads(_codec.encode(m)) for m in self.synthetic],
             "dropped": list(self.dropped),
@@ -110,8 +110,6 @@ class CompactionRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, id: int | None = None) -> CompactionRecord:
         """The record `to_dict` wrote."""
-        import json
-
         return cls(
             synthetic=tuple(_codec.decode(json.dumps(m)) for m in d.get("synthetic", ())),
             dropped=tuple(d.get("dropped", ())),
@@ -373,6 +371,4 @@ def unique_ids(messages: Sequence[Message], taken: set[str]) -> list[Message]:
 
 def query_terms(query: str) -> list[str]:
     """The words of a query, as full-text search tokenizes them (letters, digits, _)."""
-    import re
-
     return re.findall(r"\w+", query.lower())

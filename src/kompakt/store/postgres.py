@@ -349,8 +349,3 @@ class PostgresStore(StoreBase):
 def _clean(text: str) -> str:
     """PostgreSQL text cannot hold NUL characters."""
     return text.replace("\x00", " ")
-
-
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

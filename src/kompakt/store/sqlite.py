@@ -38,6 +38,7 @@ from kompakt.store.base import (
     MessageLike,
     SessionInfo,
     StoreBase,
+    query_terms,
     unique_ids,
 )
 
@@ -230,8 +231,6 @@ class SQLiteStore(StoreBase):
         return [out[i] for i in ids if i in out]
 
     def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
-        from kompakt.store.base import query_terms
-
         terms = [t for t in query_terms(query.replace("_", " ")) if t]
         found: dict[int, str] = {}
         tiers: list[tuple[str, str]] = []
