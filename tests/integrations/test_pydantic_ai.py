@@ -211,3 +211,25 @@ async def test_concurrent_runs_of_one_agent_do_not_mix() -> None:
             users = [m.text for m in from_pydantic_ai(request) if m.role == "user"]
             assert users == [f"Conversation {k}: read f1..f12."]
     assert len(capability.events) >= 6
+
+
+async def test_a_summarizing_strategy_runs_inside_the_agent() -> None:
+    """A strategy that awaits a model (kompakt's Summarize on a scripted summarizer)."""
+    from kompakt.models import ScriptedModel
+    from kompakt.strategies import Summarize
+
+    summarizer = ScriptedModel("## Goal\n- find the bug\n## Artifacts\n- read f1..f8", cycle=True)
+    compactor = Compactor(
+        trigger=TokensExceed(4_000), strategy=Summarize(keep_last=2, summarizer=summarizer)
+    )
+    script = Scripted()
+    capability = KompaktCapability(compactor)
+    result = await _agent(FunctionModel(script), capabilities=[capability]).run("Find the bug.")
+
+    assert result.output == FINAL
+    assert summarizer.requests, "the summarizer was never asked"
+    seen = [from_pydantic_ai(r) for r in script.requests]
+    summaries = [m for msgs in seen for m in msgs if "read f1..f8" in m.text]
+    assert summaries, "the summary never reached the model"
+    for msgs in seen:
+        assert_valid_history(msgs)
