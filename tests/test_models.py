@@ -223,7 +223,7 @@ def test_openai_adapter_falls_back_to_json_object() -> None:
     client, seen = _transport(handler)
     model = OpenAIModel("m", base_url="http://test/v1", http_client=client)
     assert model.chat_sync([Message.user("q")], response_format=SCHEMA).text == '{"facts": []}'
-    assert seen[-1]["response_format"] == {"type": "json_object"}
+    assert seen[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
     assert "JSON schema" in seen[-1]["messages"][-1]["content"]
     assert model.json_schema_supported is False
     model.chat_sync([Message.user("q")], response_format=SCHEMA)

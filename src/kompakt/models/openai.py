@@ -95,7 +95,7 @@ class OpenAIModel(BaseChatModel):
         response_format: Mapping[str, Any] | None,
         max_tokens: int | None,
     ) -> ChatResponse:
-        from openai import BadRequestError
+        from openai import APIStatusError
 
         from kompakt.formats.openai import to_openai
 
@@ -115,12 +115,13 @@ class OpenAIModel(BaseChatModel):
             kwargs["response_format"] = _json_schema(response_format)
             try:
                 return await self._send(kwargs, messages)
-            except BadRequestError as exc:
+            except APIStatusError as exc:  # llama.cpp's server says 500, others 400 or 422
                 if "response_format" not in str(exc) and "json_schema" not in str(exc):
                     raise
                 self.json_schema_supported = False
         if response_format is not None:  # the server lacks json_schema: JSON mode + the schema
-            kwargs["response_format"] = {"type": "json_object"}
+            # `schema` is llama.cpp's extension (a grammar); other servers ignore it
+            kwargs["response_format"] = {"type": "json_object", "schema": dict(response_format)}
             kwargs["messages"] = [
                 *kwargs["messages"],
                 {"role": "system", "content": _schema_instruction(response_format)},

@@ -283,7 +283,7 @@ class SummarizingStrategy(BaseStrategy):
         )
         context.note(model_calls=1)
         async with asyncio.timeout(self.timeout):
-            response = await model.chat(request, max_tokens=int(limit * 1.5) + 16)
+            response = await model.chat(request, max_tokens=limit + 16)
         context.note(
             model_input_tokens=response.usage.input_tokens,
             model_output_tokens=response.usage.output_tokens,
@@ -292,7 +292,7 @@ class SummarizingStrategy(BaseStrategy):
         if not text:
             raise Rejected("empty answer")
         size = tok.count_text(text)
-        if size > limit * 1.25:
+        if size > limit * 1.5:  # tokenizers differ: ours only has to be roughly right
             raise Rejected(f"answer too long ({size} tokens, limit {limit})")
         return text
 

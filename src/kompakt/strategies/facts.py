@@ -162,6 +162,7 @@ class FactRetrieval(SummarizingStrategy):
         max_fact_tokens: size limit of the facts message.
         max_input_tokens: the most one question may carry; longer spans are chunked.
         max_concurrency: questions in flight at once (every concept of a chunk at least).
+        max_answer_tokens: the answer limit of one question.
         timeout: seconds one question may take.
         recall_tool: a tool that fetches originals, mentioned in the message.
     """
@@ -176,6 +177,7 @@ class FactRetrieval(SummarizingStrategy):
         max_fact_tokens: int = 1_200,
         max_input_tokens: int = 8_000,
         max_concurrency: int = 16,
+        max_answer_tokens: int = 512,
         timeout: float | None = 120.0,
         recall_tool: str | None = None,
         trigger: TriggerLike | None = None,
@@ -200,6 +202,7 @@ class FactRetrieval(SummarizingStrategy):
         self.concepts = concepts
         self.max_facts = max_facts
         self.max_concurrency = max_concurrency
+        self.max_answer_tokens = max_answer_tokens
         self._cache: weakref.WeakKeyDictionary[MessageIndex, _State] = weakref.WeakKeyDictionary()
 
     @property
@@ -329,7 +332,9 @@ class FactRetrieval(SummarizingStrategy):
         if count:
             context.note(model_calls=1)
         async with asyncio.timeout(self.timeout):
-            response = await model.chat(request, response_format=ANSWER_SCHEMA, max_tokens=512)
+            response = await model.chat(
+                request, response_format=ANSWER_SCHEMA, max_tokens=self.max_answer_tokens
+            )
         if count:
             context.note(
                 model_input_tokens=response.usage.input_tokens,
