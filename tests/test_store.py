@@ -434,3 +434,33 @@ def test_postgres_store_without_psycopg_names_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "psycopg", None)
     with pytest.raises(MissingDependency, match=r'pip install "kompakt\[postgres\]"'):
         PostgresStore("postgresql://nowhere/db")
+
+
+def test_nul_bytes_and_huge_tool_output_survive(store: StoreBase) -> None:
+    weird = Message.tool("binary\x00junk then NeedleError", tool_call_id="c1")
+    huge = Message.tool("y " * 1_000_000 + "TailMarker", tool_call_id="c2")
+    store.append("s", [weird, huge])
+    assert store.messages("s") == [weird, huge]
+    assert store.search("s", "NeedleError") == [weird]
+    assert store.search("s", "TailMarker") == [huge]  # beyond what the text index holds
+
+
+def test_append_takes_anthropic_blocks(store: StoreBase) -> None:
+    store.append(
+        "s",
+        [
+            {"role": "user", "content": "list files"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}],
+            },
+        ],
+    )
+    got = store.messages("s")
+    assert got[1].tool_calls[0].name == "ls"
+    assert any(m.role == "tool" and m.tool_call_id == "t1" and m.text == "a.py" for m in got)
+    assert store.search("s", "a.py")[0].tool_call_id == "t1"
