@@ -55,3 +55,23 @@ def test_rebuilds_when_the_history_is_edited() -> None:
     assert mirror.process([a, c]) == [a, c]  # b removed: a new index, nothing stale
     assert mirror.index is not first
     assert mirror.process([a, c, b]) == [a, c, b]
+
+
+def test_a_changed_message_is_never_sent_as_its_stale_original() -> None:
+    """A strategy that edits a message but keeps its id (and no `synthetic`) still gets
+    its edit sent: originals are reused only when their content is what was recorded."""
+
+    def shorten(view: Any, context: Any) -> bool:
+        g = view.index.groups[1]
+        (m,) = view.index.group_messages(g)
+        view.replace(1, [m.evolve(content="short", id=m.id)])
+        return True
+
+    def render(msgs: Any) -> list[Any]:
+        return [("converted", m.text) for m in msgs]
+
+    from kompakt.triggers import Always
+
+    mirror = Mirror(Compactor(trigger=Always(), strategy=shorten), lambda m, pos: [m], render)
+    out = mirror.process([Message.user("a"), Message.assistant("long " * 50), Message.user("c")])
+    assert out[1] == ("converted", "short")

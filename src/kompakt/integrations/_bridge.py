@@ -114,6 +114,7 @@ class Mirror:
         self._source: list[Any] = []
         self.index = MessageIndex(tokenizer=getattr(self.template, "tokenizer", None))
         self._origin: dict[str, Origin] = {}
+        self._digests: dict[str, str] = {}
         self._out: list[Any] | None = None
         """The last render, reused while nothing but appends happened since."""
         self._out_at = (0, 0, 0)
@@ -140,6 +141,7 @@ class Mirror:
             stored = self.index.extend(parts)
             for k, m in enumerate(stored):
                 self._origin[m.id] = (pos, k, len(stored))
+                self._digests[m.id] = m.digest
             seen.append(obj)
         return len(source) - n
 
@@ -220,7 +222,7 @@ class Mirror:
         i = 0
         while i < len(rendered):
             m = rendered[i]
-            origin = self._origin.get(m.id) if m.synthetic is None else None
+            origin = self._original(m)
             if origin is not None and origin[1] == 0 and self._whole(rendered, i, origin):
                 out.extend(self._flush(pending))
                 out.append(self._source[origin[0]])
@@ -237,11 +239,13 @@ class Mirror:
             return True
         if i + n > len(rendered):
             return False
-        return all(
-            self._origin.get(rendered[i + k].id) == (pos, k, n)
-            and rendered[i + k].synthetic is None
-            for k in range(n)
-        )
+        return all(self._original(rendered[i + k]) == (pos, k, n) for k in range(n))
+
+    def _original(self, m: Message) -> Origin | None:
+        """Where `m` came from, if it is an original sent exactly as recorded."""
+        if m.synthetic is not None or self._digests.get(m.id) != m.digest:
+            return None
+        return self._origin.get(m.id)
 
     def _flush(self, pending: list[Message]) -> list[Any]:
         if not pending:
