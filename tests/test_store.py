@@ -464,3 +464,18 @@ def test_append_takes_anthropic_blocks(store: StoreBase) -> None:
     assert got[1].tool_calls[0].name == "ls"
     assert any(m.role == "tool" and m.tool_call_id == "t1" and m.text == "a.py" for m in got)
     assert store.search("s", "a.py")[0].tool_call_id == "t1"
+
+
+def test_postgres_store_reconnects_after_the_server_drops_it(make_store: StoreFactory) -> None:
+    if make_store.kind != "postgres":  # type: ignore[attr-defined]
+        pytest.skip("PostgreSQL only")
+    import psycopg
+
+    store = make_store()
+    store.append("s", convo())
+    pid = store._conn.info.backend_pid  # type: ignore[attr-defined]
+    with psycopg.connect(make_store.target[0], autocommit=True) as admin:  # type: ignore[attr-defined]
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    assert store.messages("s") == convo()  # read again on a new connection
+    store.append("s", [Message.user("after")])
+    assert store.count("s") == 8

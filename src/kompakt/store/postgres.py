@@ -96,10 +96,10 @@ class PostgresStore(StoreBase):
         self.schema = schema
         self._psycopg = psycopg
         self._lock = threading.RLock()
-        try:
-            self._conn = psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout)
-        except psycopg.Error as e:
-            raise StoreError(f"cannot connect to PostgreSQL: {e}") from e
+        self._dsn = dsn
+        self._connect_timeout = connect_timeout
+        self._closed = False
+        self._conn = self._connect()
         self._migrate()
 
     # -- plumbing -------------------------------------------------------------------
@@ -107,12 +107,27 @@ class PostgresStore(StoreBase):
     def _t(self, table: str) -> str:
         return f'"{self.schema}".kompakt_{table}'
 
+    def _connect(self) -> Any:
+        try:
+            return self._psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=self._connect_timeout
+            )
+        except self._psycopg.Error as e:
+            raise StoreError(f"cannot connect to PostgreSQL: {e}") from e
+
+    def _live(self) -> Any:
+        """The connection, opened again if the server dropped it (a restart, a timeout)."""
+        if self._conn.closed and not self._closed:
+            self._conn = self._connect()
+        return self._conn
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self._lock:
+            conn = self._live()
             try:
-                with self._conn.transaction():
-                    yield self._conn
+                with conn.transaction():
+                    yield conn
             except self._psycopg.errors.UniqueViolation:
                 raise
             except self._psycopg.OperationalError as e:
@@ -120,10 +135,15 @@ class PostgresStore(StoreBase):
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            try:
-                return list(self._conn.execute(sql, params).fetchall())
-            except self._psycopg.Error as e:
-                raise StoreError(f"PostgreSQL store: {e}") from e
+            for attempt in (1, 2):
+                try:
+                    return list(self._live().execute(sql, params).fetchall())
+                except self._psycopg.OperationalError as e:
+                    if attempt == 2 or not self._conn.closed:
+                        raise StoreError(f"PostgreSQL store: {e}") from e
+                except self._psycopg.Error as e:
+                    raise StoreError(f"PostgreSQL store: {e}") from e
+            raise AssertionError("unreachable")
 
     def _migrate(self) -> None:
         s = f'"{self.schema}"'
@@ -155,6 +175,7 @@ class PostgresStore(StoreBase):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._conn.close()
 
     # -- sessions -------------------------------------------------------------------
