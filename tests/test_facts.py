@@ -205,3 +205,23 @@ def test_bad_concepts() -> None:
         FactRetrieval([])
     with pytest.raises(kompakt.ConfigError, match="unique"):
         FactRetrieval([GOAL, GOAL])
+
+
+async def test_facts_keep_the_budget() -> None:
+    msgs = history(0, 12)
+    long_facts = json.dumps({"facts": [f"fact {i}: " + "detail " * 30 for i in range(10)]})
+    strategy = kompakt.Budgeted(
+        1_500, [FactRetrieval(CODING_AGENT_CONCEPTS, ScriptedModel(long_facts))]
+    )
+    out = await kompakt.apply_compaction_async(msgs, strategy)
+    assert MessageIndex(out).total_tokens <= 1_500
+    assert out[0].synthetic == "facts" and "fact 0" in out[0].text
+
+
+async def test_every_failed_concept_is_recorded() -> None:
+    view = View(MessageIndex(history(0, 4)))
+    step = await run(
+        FactRetrieval([GOAL, FILES], ScriptedModel(ValueError("nope")), keep_last=2), view
+    )
+    assert step.fallback is not None
+    assert "agent-goal: " in step.fallback and "files: " in step.fallback

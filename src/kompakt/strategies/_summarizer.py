@@ -198,10 +198,10 @@ class SummarizingStrategy(BaseStrategy):
             reason = _reason(exc)
         try:
             text = _digest_of(messages, previous, limit, tok)
-            context.note(fallback=f"{model.name}: {reason}; used the extractive digest")
+            note_fallback(context, f"{model.name}: {reason}; used the extractive digest")
             return text
         except Exception as exc:  # pragma: no cover - the digest is plain Python
-            context.note(fallback=f"{model.name}: {reason}; digest failed ({exc}); truncated")
+            note_fallback(context, f"{model.name}: {reason}; digest failed ({exc}); truncated")
             return ""
 
     async def _ask_all(
@@ -385,7 +385,7 @@ class SummarizingStrategy(BaseStrategy):
         if text and tok.count_text(text) > max(limit, 0):
             text = _digest_of([], text, limit, tok) if limit > 16 else ""
         if limit <= 16:  # the budget leaves no room: drop, the originals stay in the history
-            context.note(fallback="no room for a summary within the budget; span dropped")
+            note_fallback(context, "no room for a summary within the budget; span dropped")
             for g in groups:
                 view.drop(g)
             context.note(groups_dropped=len(span.groups))
@@ -394,6 +394,14 @@ class SummarizingStrategy(BaseStrategy):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def note_fallback(context: CompactionContext, reason: str) -> None:
+    """Record a fallback on the running step, after any recorded before (chunks and
+    concepts fail independently)."""
+    step = context.current
+    earlier = step.fallback if step is not None else None
+    context.note(fallback=f"{earlier}; {reason}" if earlier else reason)
 
 
 def run_now(coro: Coroutine[Any, Any, T]) -> T:
@@ -480,6 +488,7 @@ __all__ = [
     "SummarizingStrategy",
     "clamp_message",
     "fence",
+    "note_fallback",
     "render_transcript",
     "strip_header",
 ]

@@ -48,6 +48,7 @@ from kompakt.strategies._summarizer import (
     Rejected,
     SummarizingStrategy,
     fence,
+    note_fallback,
     render_transcript,
     strip_header,
 )
@@ -279,7 +280,11 @@ class FactRetrieval(SummarizingStrategy):
             extra = self._digest_fallback(view, context, new, failed, asker.name)
         old = [g for g, _ in self._facts_groups(view)]
         groups = sorted({*old, *span.all_groups, *self._covered(view, old)})
-        text = self.render_facts(state.facts, extra, view)
+        limit = self.max_summary_tokens
+        if context.budget is not None:  # the memory note must leave the budget reachable
+            rest = view.total_tokens - sum(_rendered_tokens(view, g) for g in groups)
+            limit = max(16, min(limit, context.budget - rest - 40))
+        text = self.render_facts(state.facts, extra, view, limit)
         msg = self.facts_message(text, state, sum(view.index.groups[g].size for g in groups))
         view.summarize(groups, msg)
         state.seen.update(m.id for g in groups for m in view.index.group_messages(g))
@@ -323,7 +328,7 @@ class FactRetrieval(SummarizingStrategy):
                 ]
                 return self.parse(await self._call(model, context, repair, count), concept)
         except Exception as exc:  # a failed concept keeps its facts; the span is digested
-            context.note(fallback=f"{concept.keyword}: {_reason(exc)}")
+            note_fallback(context, f"{concept.keyword}: {_reason(exc)}")
             return None
 
     async def _call(
@@ -404,18 +409,21 @@ class FactRetrieval(SummarizingStrategy):
     ) -> str:
         from kompakt.strategies.digest import digest
 
-        context.note(fallback=f"{model}: no facts for {', '.join(failed)}; kept a digest")
+        note_fallback(context, f"{model}: no facts for {', '.join(failed)}; kept a digest")
         return digest(new, max_tokens=self.max_summary_tokens // 2, tokenizer=view.index.tokenizer)
 
     # -- the message -----------------------------------------------------------------------
 
-    def render_facts(self, facts: dict[str, list[str]], extra: str, view: View) -> str:
+    def render_facts(
+        self, facts: dict[str, list[str]], extra: str, view: View, limit: int | None = None
+    ) -> str:
         """One section per concept; the oldest MULTIPLE facts give way to the size limit."""
         tok = view.index.tokenizer
+        limit = self.max_summary_tokens if limit is None else limit
         trimmed = {k: list(v) for k, v in facts.items()}
         while True:
             text = _render(self.concepts, trimmed, extra)
-            if tok.count_text(text) <= self.max_summary_tokens:
+            if tok.count_text(text) <= limit:
                 return text
             longest = max(trimmed, key=lambda k: len(trimmed[k]), default=None)
             if extra:
@@ -425,7 +433,7 @@ class FactRetrieval(SummarizingStrategy):
             else:
                 from kompakt.strategies.digest import _clamp_tokens
 
-                return _clamp_tokens(text, self.max_summary_tokens, tok)
+                return _clamp_tokens(text, limit, tok)
 
     def facts_message(self, text: str, state: _State, covered: int) -> Message:
         where = (
@@ -459,6 +467,13 @@ def _render(concepts: Sequence[Concept], facts: dict[str, list[str]], extra: str
         out.append("## Digest of messages the model could not answer about")
         out.append(extra)
     return "\n".join(out)
+
+
+def _rendered_tokens(view: View, g: int) -> int:
+    r = view.replacement(g)
+    if r is None:
+        return view.index.groups[g].tokens
+    return sum(view.index.tokenizer.count_message(m) for m in r)
 
 
 def _norm(text: str) -> str:
