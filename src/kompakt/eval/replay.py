@@ -209,45 +209,42 @@ class ReplayResult:
         return out
 
 
-_NOTE_KINDS = ("collapsed", "clamped", "superseded", "omitted")
-
-
-def _group_states(view: View | None, count: int) -> list[str]:
-    """Per group: 'original', 'dropped', 'note' or 'summary'."""
-    out: list[str] = []
-    for g in range(count):
-        r = view.replacement(g) if view is not None else None
-        if r is None:
-            out.append("original")
-        elif not r:
-            out.append("dropped")
-        elif any(m.synthetic in ("summary", "facts") for m in r):
-            out.append("summary")
-        else:
-            out.append("note")
-    return out
-
-
-def _covered_by_summary(view: View) -> set[str]:
-    return {i for m in view.synthetic() if m.synthetic in ("summary", "facts") for i in m.covers}
+def _state(r: tuple[Message, ...] | None) -> str:
+    """'original', 'dropped', 'note' (collapsed, clamped...) or 'summary'."""
+    if r is None:
+        return "original"
+    if not r:
+        return "dropped"
+    return "summary" if any(m.synthetic in ("summary", "facts") for m in r) else "note"
 
 
 def _event(
     step: int, index: MessageIndex, before: View | None, after: View, raw: Any, seconds: float
 ) -> ReplayEvent:
-    count = index.group_count
-    old = _group_states(before, count)
-    new = _group_states(after, count)
-    summarized = _covered_by_summary(after)
+    summarized: set[str] | None = None
     dropped = collapsed = summ = 0
-    for g, (a, b) in enumerate(zip(old, new, strict=True)):
-        if a == b:
+    for g in range(index.group_count):
+        new = after.replacement(g)
+        old = before.replacement(g) if before is not None else None
+        if new is old:  # a view copy shares the tuples of the groups it did not touch
             continue
-        ids = {m.id for m in index.group_messages(g)}
-        if b == "summary" or (b == "dropped" and ids & summarized):
+        a, b = _state(old), _state(new)
+        if a == b:  # still what it was (a rolled summary in place of the old one, say)
+            continue
+        if b == "dropped":
+            if summarized is None:
+                summarized = {
+                    i
+                    for m in after.synthetic()
+                    if m.synthetic in ("summary", "facts")
+                    for i in m.covers
+                }
+            if any(m.id in summarized for m in index.group_messages(g)):
+                summ += 1
+            else:
+                dropped += 1
+        elif b == "summary":
             summ += 1
-        elif b == "dropped":
-            dropped += 1
         elif b == "note":
             collapsed += 1
     ev = ReplayEvent(
@@ -365,8 +362,10 @@ def replay(
             before = view.copy() if view is not None else None
             tc = time.perf_counter()
             view, raw = compactor.compact(index)
-            ev = _event(len(steps), index, before, view, raw, time.perf_counter() - tc)
-            if _changed(ev):
+            seconds = time.perf_counter() - tc
+            if getattr(raw, "changed", True) is False:  # skip the O(groups) diff of a no-op
+                ineffective += 1
+            elif _changed(ev := _event(len(steps), index, before, view, raw, seconds)):
                 events.append(ev)
                 compacted = True
                 if on_event is not None:
