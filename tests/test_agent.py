@@ -382,3 +382,15 @@ def test_hook_both_compacts_during_the_run_and_records_at_its_end() -> None:
     assert record.upto == len(result.messages)
     assert store.current_view("s").render() == agent.view.render()
     assert store.messages("s") == result.messages
+
+
+def test_an_agent_sees_what_another_agent_appended_to_its_session(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    first = ScriptedModel(["one", "three"])
+    a = Agent(first, store=SQLiteStore(path), session="s")
+    a.run_sync("first task")
+    Agent(ScriptedModel("two"), store=SQLiteStore(path), session="s").run_sync("second task")
+    a.run_sync("third task")
+    texts = [m.text for m in first.requests[-1]]
+    assert texts == ["first task", "one", "second task", "two", "third task"]
+    assert_valid(SQLiteStore(path).messages("s"))

@@ -185,7 +185,7 @@ class Agent:
         result = RunResult(session=self.session)
         self._result = result
         try:
-            self._load()
+            self._refresh()
             self._append([task if isinstance(task, Message) else Message.user(task)])
             await self._loop(result)
             if self.hook in ("after_run", "both"):
@@ -399,6 +399,15 @@ class Agent:
             self._append([Message.system(self.system)])
         self._close_open_calls()
         return self._view
+
+    def _refresh(self) -> None:
+        """Load again if another agent or process appended to the session since."""
+        if self._view is not None and self.store.count(self.session) != len(self._view.index):
+            log.info("session %s changed in the store; loading it again", self.session)
+            if self.background is not None:
+                self.background.discard()
+            self._view = None
+        self._load()
 
     def _close_open_calls(self) -> None:
         """A stored call left without its result (a crash mid-tool) gets an error result."""
