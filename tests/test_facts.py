@@ -83,7 +83,7 @@ async def test_eight_concepts_are_asked_concurrently() -> None:
     await run(FactRetrieval(CODING_AGENT_CONCEPTS, model, keep_last=2), view)
     elapsed = time.perf_counter() - t0
     assert model.calls == 8 and model.max_concurrent == 8
-    assert elapsed < 0.6  # one after another would take 1.6 s
+    assert elapsed < 1.0  # one after another would take 1.6 s
 
 
 async def test_second_compaction_asks_only_about_the_new_span_and_merges() -> None:

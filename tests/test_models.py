@@ -112,7 +112,7 @@ async def test_scripted_delay_is_concurrent() -> None:
     model = ScriptedModel("x", delay=0.2)
     t0 = time.perf_counter()
     await asyncio.gather(*(model.chat([Message.user(str(i))]) for i in range(8)))
-    assert time.perf_counter() - t0 < 0.6
+    assert time.perf_counter() - t0 < 1.0
     assert model.max_concurrent == 8
 
 

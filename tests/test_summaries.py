@@ -220,7 +220,7 @@ async def test_chunks_are_summarized_concurrently_and_never_split_a_call() -> No
     step = await run(Chunked(4, model, keep_last=2), view)
     elapsed = time.perf_counter() - t0
     assert model.calls >= 4 and model.max_concurrent == model.calls
-    assert elapsed < 0.2 * model.calls / 2
+    assert elapsed < 0.2 * model.calls * 0.6
     for request in model.requests:
         body = request[1].text
         assert body.count("[calls bash") == body.count('role="tool"')
@@ -359,4 +359,4 @@ def test_concurrent_chunk_gather_is_a_real_gather() -> None:
         await run(Chunked(2, model, keep_last=0), view)
         return (time.perf_counter() - t0) / max(1, model.calls)
 
-    assert asyncio.run(main()) < 0.05
+    assert asyncio.run(main()) < 0.07
