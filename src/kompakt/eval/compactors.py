@@ -148,13 +148,26 @@ _BUILDERS: dict[str, Callable[[int, ChatModel | None], Any]] = {
 
 
 def make_strategy(name: str, budget: int, *, summarizer: ChatModel | None = None) -> Any:
-    """The strategy called `name`, held to `budget` tokens where it takes a budget."""
+    """The strategy called `name`, held to `budget` tokens where it takes a budget.
+
+    Besides the short names above, the library's own names work too (the ones a
+    config file's ``[[strategy]]`` tables use, such as ``collapse_tool_results``),
+    with their default options.
+    """
     key = name.strip().lower().replace("_", "-")
     builder = _BUILDERS.get(key)
-    if builder is None:
-        known = ", ".join(STRATEGIES)
-        raise ConfigError(f"--strategy: unknown strategy {name!r}; choose one of: {known}")
-    return builder(budget, summarizer)
+    if builder is not None:
+        return builder(budget, summarizer)
+    from kompakt.config import STRATEGY_NAMES, strategy_from_name
+
+    snake = key.replace("-", "_")
+    if snake in STRATEGY_NAMES and snake not in ("pipeline", "budgeted"):
+        return strategy_from_name(snake)
+    known = ", ".join(STRATEGIES)
+    raise ConfigError(
+        f"--strategy: unknown strategy {name!r}; choose one of: {known} "
+        f"(or a library name: {', '.join(STRATEGY_NAMES)})"
+    )
 
 
 def make_compactor(
