@@ -394,3 +394,23 @@ def test_an_agent_sees_what_another_agent_appended_to_its_session(tmp_path: Path
     texts = [m.text for m in first.requests[-1]]
     assert texts == ["first task", "one", "second task", "two", "third task"]
     assert_valid(SQLiteStore(path).messages("s"))
+
+
+def test_docstring_continuation_lines_stay_with_their_argument() -> None:
+    def grep(pattern: str, path: str = ".") -> str:
+        """Search files.
+
+        Args:
+            pattern: a regular expression,
+                default: none; note: anchored.
+            path: where.
+
+        Returns:
+            matching lines.
+        """
+        return ""
+
+    props = as_tool(grep).parameters["properties"]
+    assert props["pattern"]["description"] == "a regular expression, default: none; note: anchored."
+    assert props["path"]["description"] == "where."
+    assert set(props) == {"pattern", "path"}

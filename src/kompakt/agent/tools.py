@@ -172,19 +172,22 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     args: dict[str, str] = {}
     current: str | None = None
     in_args = False
+    arg_indent: int | None = None
     for line in lines:
         stripped = line.strip()
         if _SECTION.match(stripped):
             in_args = stripped.split(":")[0] in ("Args", "Arguments", "Parameters")
-            current = None
+            current, arg_indent = None, None
             continue
         if not in_args or not stripped:
             continue
+        indent = len(line) - len(line.lstrip())
         m = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
-        if m:
+        if m and (arg_indent is None or indent <= arg_indent):
+            arg_indent = indent
             current = m.group(1).lstrip("*")
             args[current] = m.group(2)
-        elif current:
+        elif current:  # a continuation line: indented deeper than the argument names
             args[current] = (args[current] + " " + stripped).strip()
     return " ".join(summary), args
 
