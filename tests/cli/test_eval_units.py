@@ -213,3 +213,18 @@ def test_recall_through_a_real_store(run: list[Message]) -> None:
     result = replay(run, make_compactor("truncation", 3000), recall=True)
     lost = sum(a.total - a.visible for a in result.artifacts)
     assert lost > 0 and sum(a.recoverable for a in result.artifacts) == lost
+
+
+def test_strategy_names_short_and_library() -> None:
+    from kompakt.eval.compactors import make_strategy
+    from kompakt.strategies import Budgeted, CollapseToolResults, ExtractiveDigest
+
+    assert isinstance(make_strategy("collapse", 1000), CollapseToolResults)
+    assert isinstance(make_strategy("collapse_tool_results", 1000), CollapseToolResults)
+    assert isinstance(make_strategy("Extractive-Digest", 1000), ExtractiveDigest)
+    digest = make_strategy("digest", 1000)
+    assert isinstance(digest, Budgeted)
+    with pytest.raises(ConfigError, match="unknown strategy 'nope'.*collapse_tool_results"):
+        make_strategy("nope", 1000)
+    with pytest.raises(ConfigError, match="--model"):
+        make_strategy("summarize", 1000)
