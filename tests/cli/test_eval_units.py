@@ -224,7 +224,7 @@ def test_strategy_names_short_and_library() -> None:
     assert isinstance(make_strategy("Extractive-Digest", 1000), ExtractiveDigest)
     digest = make_strategy("digest", 1000)
     assert isinstance(digest, Budgeted)
-    with pytest.raises(ConfigError, match="unknown strategy 'nope'.*collapse_tool_results"):
+    with pytest.raises(ConfigError, match=r"unknown strategy 'nope'.*collapse_tool_results"):
         make_strategy("nope", 1000)
     with pytest.raises(ConfigError, match="--model"):
         make_strategy("summarize", 1000)
