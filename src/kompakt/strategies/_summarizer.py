@@ -171,7 +171,7 @@ class SummarizingStrategy(BaseStrategy):
         limit = min(self.max_summary_tokens, max(16, span_tokens // 2))
         if context.budget is not None:
             rest = view.total_tokens - span_tokens
-            limit = min(limit, context.budget - rest - 24)  # header and message overhead
+            limit = min(limit, context.budget - rest - 48)  # the note's header and overhead
         return limit
 
     async def produce(

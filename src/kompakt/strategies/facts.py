@@ -166,6 +166,9 @@ class FactRetrieval(SummarizingStrategy):
         max_answer_tokens: the answer limit of one question.
         timeout: seconds one question may take.
         recall_tool: a tool that fetches originals, mentioned in the message.
+
+    >>> FactRetrieval([Concept("goal", "What is the goal?", FactType.SINGLE)], keep_last=2)
+    FactRetrieval(1 concepts, keep_last=2)
     """
 
     def __init__(

@@ -92,6 +92,10 @@ class Summarize(_ModelStrategy):
         recall_tool: name of a tool that fetches originals, mentioned in the summary.
         rolling: False re-reads every original each time (Koog's cost; for comparison).
         trigger: the strategy's own trigger (default: whenever it is run).
+
+    >>> s = Summarize(keep_last=6, mode="replace", recall_tool="recall")
+    >>> s.keep_last, s.mode, s.rolling
+    (6, 'replace', True)
     """
 
     def __init__(
