@@ -17,8 +17,8 @@ import pytest
 
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
-from kompakt.models import LocalModel, OpenAIModel, default_gguf
-from kompakt.strategies import CompactionContext, FactRetrieval, Summarize, run_strategy
+from kompakt.models import ChatModel, LocalModel, OpenAIModel, default_gguf
+from kompakt.strategies import CompactionContext, FactRetrieval, Step, Summarize, run_strategy
 from kompakt.strategies.facts import Concept, FactType
 from kompakt.validation import find_problems
 from kompakt.view import View
@@ -106,20 +106,16 @@ def conversation() -> list[Message]:
     ]
 
 
-async def summarize_with(model: object) -> tuple[View, object]:
+async def summarize_with(model: ChatModel) -> tuple[View, Step]:
     view = View(MessageIndex(conversation()))
     strategy = Summarize(
-        keep_last=2,
-        summarizer=model,
-        max_summary_tokens=40,  # type: ignore[arg-type]
-        max_input_tokens=1_200,
-        timeout=120,
+        keep_last=2, summarizer=model, max_summary_tokens=40, max_input_tokens=1_200, timeout=120
     )
     step = await run_strategy(strategy, view, CompactionContext(view))
     return view, step
 
 
-def check(view: View, step: object) -> None:
+def check(view: View, step: Step) -> None:
     out = view.render()
     summaries = [m for m in out if m.synthetic == "summary"]
     assert len(summaries) == 1 and summaries[0].role == "user"

@@ -382,8 +382,10 @@ class SummarizingStrategy(BaseStrategy):
         groups = span.all_groups
         tok = view.index.tokenizer
         limit = self.room(view, context, span.tokens)
-        if text and tok.count_text(text) > max(limit, 0):
-            text = _digest_of([], text, limit, tok) if limit > 16 else ""
+        if text and tok.count_text(text) > max(limit, 0):  # within tolerance: cut the tail
+            from kompakt.strategies.digest import clamp_tokens
+
+            text = clamp_tokens(text, limit, tok) if limit > 16 else ""
         if limit <= 16:  # the budget leaves no room: drop, the originals stay in the history
             note_fallback(context, "no room for a summary within the budget; span dropped")
             for g in groups:

@@ -46,7 +46,7 @@ from kompakt.strategies.base import CompactionContext
 from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.view import View
 
-__all__ = ["SECTIONS", "ExtractiveDigest", "digest", "digest_items"]
+__all__ = ["SECTIONS", "ExtractiveDigest", "clamp_tokens", "digest", "digest_items"]
 
 SECTIONS: dict[str, str] = {
     "earlier": "Earlier summary",
@@ -247,7 +247,7 @@ def _request(c: _Collector, text: str, recency: float, max_tokens: int, tok: Tok
     if text:
         c.add(
             "requests",
-            _clamp_tokens(text, max(16, max_tokens // 3), tok),
+            clamp_tokens(text, max(16, max_tokens // 4), tok),
             10 + 2 * recency,
             recency,
         )
@@ -351,7 +351,7 @@ def _previous_note(c: _Collector, text: str, max_tokens: int, tok: Tokenizer) ->
             current.text += "\n" + line.strip()
     if not parsed and text.strip():
         body = re.sub(r"^\[[^\]]*\]\s*", "", text.strip())  # the summary's own header
-        c.add("earlier", _clamp_tokens(body, max(16, max_tokens // 3), tok), 9, -1.0)
+        c.add("earlier", clamp_tokens(body, max(16, max_tokens // 3), tok), 9, -1.0)
 
 
 def _paths(
@@ -389,7 +389,7 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
     for item in items:
         item.score += math.log(item.count)  # repetition is salience
         if item.section not in ("requests", "earlier"):
-            item.text = _clamp_tokens(item.text, cap, tok) or item.text[:8]
+            item.text = clamp_tokens(item.text, cap, tok) or item.text[:8]
     ranked = sorted(items, key=lambda i: (-i.score, -i.order, i.text))
     firsts: list[_Item] = []
     seen_sections: set[str] = set()
@@ -418,7 +418,7 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
     while chosen and tok.count_text(note) > max_tokens:  # estimates were low: drop the weakest
         chosen.remove(min(chosen, key=lambda i: i.score))
         note = _render(chosen)
-    return note if tok.count_text(note) <= max_tokens else _clamp_tokens(note, max_tokens, tok)
+    return note if tok.count_text(note) <= max_tokens else clamp_tokens(note, max_tokens, tok)
 
 
 def _redundant(item: _Item, chosen: list[_Item]) -> bool:
@@ -492,7 +492,7 @@ def _clamp(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _clamp_tokens(text: str, max_tokens: int, tok: Tokenizer) -> str:
+def clamp_tokens(text: str, max_tokens: int, tok: Tokenizer) -> str:
     """The head of `text` within `max_tokens` (binary search on characters)."""
     if tok.count_text(text) <= max_tokens:
         return text

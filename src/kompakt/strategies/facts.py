@@ -434,9 +434,9 @@ class FactRetrieval(SummarizingStrategy):
             elif longest is not None and len(trimmed[longest]) > 1:
                 trimmed[longest].pop(0)
             else:
-                from kompakt.strategies.digest import _clamp_tokens
+                from kompakt.strategies.digest import clamp_tokens
 
-                return _clamp_tokens(text, limit, tok)
+                return clamp_tokens(text, limit, tok)
 
     def facts_message(self, text: str, state: _State, covered: int) -> Message:
         where = (
