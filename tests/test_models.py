@@ -214,6 +214,14 @@ def test_openai_adapter_sends_tools_schema_and_reads_usage() -> None:
     assert answer.usage == Usage(11, 3)
 
 
+def test_openai_itself_gets_max_completion_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client, seen = _transport(lambda body, n: (200, _openai_reply("ok")))
+    model = OpenAIModel("gpt-4.1-mini", api_key="sk-x", http_client=client)
+    model.chat_sync([Message.user("q")], max_tokens=9)
+    assert seen[0]["max_completion_tokens"] == 9 and "max_tokens" not in seen[0]
+
+
 def test_openai_adapter_falls_back_to_json_object() -> None:
     def handler(body: dict[str, Any], n: int) -> tuple[int, Any]:
         if body.get("response_format", {}).get("type") == "json_schema":

@@ -43,6 +43,8 @@ class OpenAIModel(BaseChatModel):
         temperature: sampling temperature (0 keeps summaries stable).
         extra_body: extra request fields for server-specific options.
         http_client: an async HTTP client for the SDK (proxies, tests).
+        max_tokens_param: the request field for the answer limit (default
+            ``max_completion_tokens`` on OpenAI, ``max_tokens`` elsewhere).
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class OpenAIModel(BaseChatModel):
         extra_body: Mapping[str, Any] | None = None,
         name: str | None = None,
         http_client: Any = None,
+        max_tokens_param: str | None = None,
     ) -> None:
         super().__init__(name=name or f"openai:{model}", timeout=timeout, max_retries=max_retries)
         self.model = model
@@ -64,6 +67,10 @@ class OpenAIModel(BaseChatModel):
         self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
         self.temperature = temperature
         self.extra_body = dict(extra_body or {})
+        self.max_tokens_param = max_tokens_param or (
+            "max_completion_tokens" if self.base_url is None else "max_tokens"
+        )
+        """OpenAI's own API wants ``max_completion_tokens``; compatible servers ``max_tokens``."""
         self.json_schema_supported: bool | None = None
         """None until a server answered a schema request; False once it refused one."""
         self._client: AsyncOpenAI | None = None
@@ -106,7 +113,7 @@ class OpenAIModel(BaseChatModel):
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
         if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
+            kwargs[self.max_tokens_param] = max_tokens
         if tools:
             kwargs["tools"] = [_tool(t) for t in tools]
         if self.extra_body:
