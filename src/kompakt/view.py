@@ -53,6 +53,10 @@ class View:
         self._removed_tool_groups = 0
         self._scan_from = 0
         self._dropped_before_scan = 0
+        # candidates() starts at these: every group before them is settled (system,
+        # pinned, or dropped / replaced), so a walk costs what it touches, not the history
+        self._live_from = 0
+        self._original_from = 0
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
 
@@ -120,6 +124,10 @@ class View:
         if g < self._scan_from:  # a group the omission scan already passed changed
             self._scan_from = 0
             self._dropped_before_scan = 0
+        if new is None or new:
+            self._live_from = min(self._live_from, g)
+        if new is None:
+            self._original_from = min(self._original_from, g)
 
     def _account(self, group: Group, r: tuple[Message, ...] | None, sign: int) -> None:
         if r is None:
@@ -211,7 +219,10 @@ class View:
         By default only groups still sent as recorded; `kinds` narrows the kinds.
         """
         wanted = frozenset(kinds) if kinds is not None else None
-        for g in self.index.groups:
+        groups = self.index.groups
+        start = self._settle(originals_only)
+        for i in range(start, len(groups)):
+            g = groups[i]
             if wanted is not None and g.kind not in wanted:
                 continue
             if originals_only and g.index in self._replaced:
@@ -219,6 +230,23 @@ class View:
             if self.is_dropped(g.index) or self.protected(g.index, min_preserved):
                 continue
             yield g.index
+
+    def _settle(self, originals_only: bool) -> int:
+        """Advance the settled prefix for this kind of walk; return where to start."""
+        groups = self.index.groups
+        i = self._original_from if originals_only else self._live_from
+        last = len(groups) - 1
+        while i < last:
+            g = groups[i]
+            settled = g.kind == "system" or g.pinned or self.is_dropped(i)
+            if not settled and not (originals_only and i in self._replaced):
+                break
+            i += 1
+        if originals_only:
+            self._original_from = i
+        else:
+            self._live_from = i
+        return i
 
     # -- output ---------------------------------------------------------------------
 
