@@ -167,3 +167,32 @@ def test_real_transcripts_at_every_budget(path: Path) -> None:
 
 def test_real_transcripts_exist() -> None:
     assert len(_transcripts()) >= 10, DATA
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    conv=CONVERSATIONS,
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=8),
+    fraction=st.sampled_from((0.3, 0.6)),
+)
+def test_persistent_compactor_over_a_growing_history(
+    conv: list[Message], cuts: list[int], fraction: float
+) -> None:
+    from kompakt.compactor import Compactor
+
+    total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
+    budget = max(50, int(total * fraction))
+    compactor = Compactor(TokensExceed(budget), Budgeted(budget * 2 // 3, strict=False))
+    index = MessageIndex(tokenizer=CharEstimator())
+    pos = 0
+    for cut in [*cuts, len(conv)]:
+        index.extend(conv[pos : pos + cut])
+        pos += cut
+        if compactor.check(index):
+            view, event = compactor.compact(index)
+            assert event.changed or view.total_tokens > budget * 2 // 3
+            check_view(view, validity(list(index.messages)))
+        if pos >= len(conv):
+            break
+    if compactor.view is not None:
+        check_view(compactor.view, validity(list(index.messages)))
