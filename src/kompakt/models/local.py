@@ -12,6 +12,7 @@ and shared; calls run in a worker thread, one at a time per model.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import threading
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,8 @@ class LocalModel(BaseChatModel):
             raise MissingDependency("LocalModel", "local") from exc
         key = (str(self.resolved_path()), self.n_ctx)
         with _LOADING:
+            if not _LLAMAS:
+                atexit.register(_close_all)
             if key not in _LLAMAS:
                 _LLAMAS[key] = llama_cpp.Llama(
                     model_path=key[0],
@@ -164,6 +167,15 @@ class LocalModel(BaseChatModel):
             ),
             Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
         )
+
+
+def _close_all() -> None:
+    """Free the shared models before interpreter shutdown tears llama.cpp's bindings down."""
+    while _LLAMAS:
+        _, llama = _LLAMAS.popitem()
+        close = getattr(llama, "close", None)
+        if close is not None:
+            close()
 
 
 def _plain(m: Message) -> dict[str, str]:
