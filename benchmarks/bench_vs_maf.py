@@ -357,12 +357,19 @@ def main(argv: list[str] | None = None) -> None:
     header = f"{'msgs':>7}  {'measure':<28} {'kompakt':>10}"
     for x in peers:
         header += f" {x:>10} {'kompakt/' + x:>24}"
-    print(header + "  tokens after (kompakt" + "".join(f", {x}" for x in peers) + ")")
+    print(
+        header
+        + "  tokens after, each by its own count (kompakt"
+        + "".join(f", {x}" for x in peers)
+        + ")"
+    )
     for n in sizes:
+        history = MessageIndex(to_kompakt(conversation(n)), tokenizer=CharEstimator())
         rows: list[tuple[str, str, float, int, int]] = [
             ("(a) per turn: append + check", "turn", statistics.median(kompakt_per_turn(n, 200)),
-             0, args.turns),
+             history.total_tokens, args.turns),
         ]  # fmt: skip
+        del history
         t, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, []))
         rows.append((f"(b) cold truncation to {BUDGET // 1000}k", "truncate", statistics.median(t),
                      tokens, args.repeat))  # fmt: skip
@@ -371,13 +378,15 @@ def main(argv: list[str] | None = None) -> None:
                      args.repeat))  # fmt: skip
         for label, kind, ours, tokens, repeat in rows:
             line = f"{n:>7,}  {label:<28} {fmt_time(ours):>10}"
-            after = [f"{tokens:,}"] if tokens else []
+            after = [f"{tokens:,}"]
             for x in peers:
                 m = peer_measure(x, kind, n, repeat, args.limit)
                 line += " " + cells(ours, m, args.limit)
-                if tokens:
+                if kind != "turn":
                     after.append(f"{m.tokens:,}" if m.tokens else "-")
-            print(line + ("  " + " / ".join(after) if after else ""))
+            if kind == "turn":
+                after = [f"(history: {tokens:,})"]
+            print(line + "  " + " / ".join(after))
             sys.stdout.flush()
 
 
