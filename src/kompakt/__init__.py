@@ -113,9 +113,111 @@ _EXPORTS: dict[str, str] = {
     "PostgresStore": "kompakt.store",
     "Agent": "kompakt.agent",
     "RunResult": "kompakt.agent",
+    "Tool": "kompakt.agent",
+    "tool": "kompakt.agent",
+    "BackgroundCompactor": "kompakt.agent",
+    "CompactionRecord": "kompakt.store",
+    "as_history_processor": "kompakt.compactor",
+    "strategy_from_name": "kompakt.config",
+    "to_dicts": "kompakt.formats",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "CODING_AGENT_CONCEPTS",
+    "Agent",
+    "All",
+    "Always",
+    "AnthropicModel",
+    "Any",
+    "AsyncStrategy",
+    "BackgroundCompactor",
+    "BaseStrategy",
+    "BudgetImpossible",
+    "Budgeted",
+    "CharEstimator",
+    "CharsExceed",
+    "ChatModel",
+    "ChatResponse",
+    "Chunked",
+    "ClampOversized",
+    "CollapseToolResults",
+    "CompactionContext",
+    "CompactionEvent",
+    "CompactionRecord",
+    "Compactor",
+    "Concept",
+    "ConfigError",
+    "ContextFraction",
+    "Conversation",
+    "ExtractiveDigest",
+    "ExtractiveModel",
+    "FactRetrieval",
+    "FactType",
+    "FormatError",
+    "FromLastN",
+    "Group",
+    "GroupsExceed",
+    "HFTokenizer",
+    "HasToolCalls",
+    "HistoryProcessor",
+    "HistoryStore",
+    "InputError",
+    "InvalidConversation",
+    "KeepFirstAndLast",
+    "KompaktError",
+    "LocalModel",
+    "MemoryStore",
+    "Message",
+    "MessageError",
+    "MessageIndex",
+    "MessagesExceed",
+    "MissingDependency",
+    "ModelError",
+    "Never",
+    "Not",
+    "OpenAIModel",
+    "Part",
+    "Pipeline",
+    "PostgresStore",
+    "Problem",
+    "RemoveToolCalls",
+    "Role",
+    "RunResult",
+    "SQLiteStore",
+    "ScriptedModel",
+    "SlidingWindow",
+    "Step",
+    "StoreError",
+    "Strategy",
+    "Summarize",
+    "SupersedeReads",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "TokensBelow",
+    "TokensExceed",
+    "Tool",
+    "ToolCall",
+    "ToolSpec",
+    "Trigger",
+    "Truncation",
+    "TurnsExceed",
+    "Usage",
+    "View",
+    "WholeHistory",
+    "__version__",
+    "apply_compaction",
+    "apply_compaction_async",
+    "as_history_processor",
+    "detect_format",
+    "dump",
+    "find_problems",
+    "load",
+    "model_from_string",
+    "strategy_from_name",
+    "to_dicts",
+    "tool",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> typing.Any:
@@ -132,6 +234,24 @@ def __dir__() -> list[str]:
 
 
 if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
+    from kompakt.agent import (
+        Agent,
+        BackgroundCompactor,
+        RunResult,
+        Tool,
+        tool,
+    )
+    from kompakt.compactor import (
+        CompactionEvent,
+        Compactor,
+        HistoryProcessor,
+        apply_compaction,
+        apply_compaction_async,
+        as_history_processor,
+    )
+    from kompakt.config import (
+        strategy_from_name,
+    )
     from kompakt.errors import (
         BudgetImpossible,
         ConfigError,
@@ -145,9 +265,73 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         Problem,
         StoreError,
     )
-    from kompakt.index import Group, MessageIndex
-    from kompakt.messages import Message, Part, Role, ToolCall
-    from kompakt.tokens import CharEstimator, HFTokenizer, TiktokenTokenizer, Tokenizer
+    from kompakt.formats import (
+        Conversation,
+        detect_format,
+        dump,
+        load,
+        to_dicts,
+    )
+    from kompakt.index import (
+        Group,
+        MessageIndex,
+    )
+    from kompakt.messages import (
+        Message,
+        Part,
+        Role,
+        ToolCall,
+    )
+    from kompakt.models import (
+        AnthropicModel,
+        ChatModel,
+        ChatResponse,
+        ExtractiveModel,
+        LocalModel,
+        OpenAIModel,
+        ScriptedModel,
+        ToolSpec,
+        Usage,
+        model_from_string,
+    )
+    from kompakt.store import (
+        CompactionRecord,
+        HistoryStore,
+        MemoryStore,
+        PostgresStore,
+        SQLiteStore,
+    )
+    from kompakt.strategies import (
+        CODING_AGENT_CONCEPTS,
+        AsyncStrategy,
+        BaseStrategy,
+        Budgeted,
+        Chunked,
+        ClampOversized,
+        CollapseToolResults,
+        CompactionContext,
+        Concept,
+        ExtractiveDigest,
+        FactRetrieval,
+        FactType,
+        FromLastN,
+        KeepFirstAndLast,
+        Pipeline,
+        RemoveToolCalls,
+        SlidingWindow,
+        Step,
+        Strategy,
+        Summarize,
+        SupersedeReads,
+        Truncation,
+        WholeHistory,
+    )
+    from kompakt.tokens import (
+        CharEstimator,
+        HFTokenizer,
+        TiktokenTokenizer,
+        Tokenizer,
+    )
     from kompakt.triggers import (
         All,
         Always,
@@ -164,4 +348,10 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         Trigger,
         TurnsExceed,
     )
-    from kompakt.view import View
+    from kompakt.validation import (
+        find_problems,
+        validate,
+    )
+    from kompakt.view import (
+        View,
+    )
