@@ -31,8 +31,9 @@ def test_import_is_light() -> None:
     """`import kompakt` pulls in no model SDK, database driver or framework."""
     code = (
         "import sys, kompakt; "
-        "heavy = [m for m in ('openai', 'anthropic', 'llama_cpp', 'psycopg', 'ray', 'langchain_core',"
-        " 'pydantic_ai', 'agents', 'agent_framework', 'tiktoken') if m in sys.modules]; "
+        "heavy = [m for m in ('openai', 'anthropic', 'llama_cpp', 'psycopg', 'ray',"
+        " 'langchain_core', 'pydantic_ai', 'agents', 'agent_framework', 'tiktoken')"
+        " if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
