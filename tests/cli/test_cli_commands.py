@@ -161,6 +161,20 @@ def test_compact_keeps_the_format_and_the_budget(tmp_path: Path) -> None:
     kompakt.validate(conv, dialect="openai")
 
 
+def test_compact_keeps_the_exit_record_and_every_envelope_field(tmp_path: Path) -> None:
+    out = tmp_path / "small.traj.json"
+    r = invoke("compact", str(SMALL), "--budget", "0.2", "-o", str(out))
+    assert r.code == 0, r.stderr
+    source, written = json.loads(SMALL.read_text()), json.loads(out.read_text())
+    assert set(written) == set(source)
+    for key in source.keys() - {"messages"}:
+        assert written[key] == source[key], key
+    assert len(written["messages"]) < len(source["messages"])
+    assert written["messages"][-1] == source["messages"][-1]  # the final {"role": "exit"}
+    assert written["messages"][-1]["role"] == "exit"
+    assert sum(m.get("role") == "exit" for m in written["messages"]) == 1
+
+
 def test_compact_stdin_to_stdout_and_to_another_format() -> None:
     doc = kompakt.dump(kompakt.load(SMALL), "openai")
     text = json.dumps(doc["messages"] if isinstance(doc, dict) else doc)

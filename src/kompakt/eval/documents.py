@@ -21,7 +21,7 @@ def render_document(messages: Sequence[Message], source: Any, to: str | None = N
     fmt = to or getattr(source, "format", None) or "openai"
     doc: Any = list(messages)
     if to is None and isinstance(source, Conversation):
-        doc = Conversation(messages, format=source.format, envelope=source.envelope)
+        doc = source.with_messages(messages)  # keeps the envelope and records (`exit`)
     data = dump(doc, fmt)
     if isinstance(data, str):
         return data if data.endswith("\n") else data + "\n"
