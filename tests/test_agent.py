@@ -414,3 +414,37 @@ def test_docstring_continuation_lines_stay_with_their_argument() -> None:
     assert props["pattern"]["description"] == "a regular expression, default: none; note: anchored."
     assert props["path"]["description"] == "where."
     assert set(props) == {"pattern", "path"}
+
+
+def test_recall_by_the_ids_a_summary_names() -> None:
+    """The model reads the ids off a summary's note and gets exactly those originals back."""
+    asked: list[str] = []
+
+    def script(messages: list[Message]) -> Message | str:
+        summary = next((m for m in messages if m.synthetic == "summary"), None)
+        if summary is None:
+            n = sum(1 for m in messages if m.role == "tool")
+            return calls(call("read_log", {"n": n}, cid=f"c{n}"))
+        if not asked:
+            note = summary.text.split(RECALL_NOTE, 1)[1]
+            asked.extend(note.split("):", 1)[1].strip(" ]").split(", ")[:2])
+            assert asked == list(summary.covers[:2])  # the note names the provenance
+            return calls(call("recall", {"ids": asked}, cid="r1"))
+        return "done"
+
+    compactor = Compactor(
+        trigger=TokensExceed(1200),
+        strategy=Summarize(keep_last=2, summarizer=ScriptedModel("## Goal\n- read logs")),
+        target=TokensBelow(700),
+    )
+    model = ScriptedModel(script)
+    store = MemoryStore()
+    agent = Agent(model, tools=[read_log], compactor=compactor, store=store, session="s")
+    assert agent.run_sync("read the logs").output == "done"
+    answer = next(m for m in model.requests[-1] if m.tool_call_id == "r1").text
+    originals = [store.get("s", i) for i in asked]
+    assert all(o is not None for o in originals)
+    for o in originals:
+        assert o is not None and f"id {o.id}" in answer
+        assert (o.text or o.tool_calls[0].arguments) in answer  # verbatim
+    assert answer.startswith("Recalled 2 original message(s)")

@@ -296,6 +296,53 @@ def test_sqlite_reopens_with_schema_version_and_wal(tmp_path: Path) -> None:
         SQLiteStore(path)
 
 
+UPGRADE = {
+    "sqlite": ("kompakt.store.sqlite", "messages", "ALTER TABLE messages ADD COLUMN note TEXT"),
+    "postgres": (
+        "kompakt.store.postgres",
+        "{s}.kompakt_messages",
+        "ALTER TABLE {s}.kompakt_messages ADD COLUMN note TEXT",
+    ),
+}
+
+
+def test_migrations_upgrade_an_older_schema(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Storage written at version 1 is upgraded in place by a newer kompakt: a migration
+    that fails leaves it at version 1, whole; one that works brings it to version 2."""
+    kind = make_store.kind  # type: ignore[attr-defined]
+    if kind == "memory":
+        pytest.skip("a MemoryStore has no schema")
+    import importlib
+
+    module_name, table, alter = UPGRADE[kind]
+    module = importlib.import_module(module_name)
+    v1 = list(module.MIGRATIONS)
+    with make_store() as old:
+        old.append("s", convo())
+        assert old.schema_version == len(v1)  # type: ignore[attr-defined]
+    broken = [*v1, [alter, f"UPDATE {table} SET no_such_column = 1"]]
+    monkeypatch.setattr(module, "MIGRATIONS", broken)
+    with pytest.raises(StoreError):
+        make_store()
+    monkeypatch.setattr(module, "MIGRATIONS", v1)
+    with make_store() as same:  # the failed upgrade rolled back entirely
+        assert same.schema_version == len(v1)  # type: ignore[attr-defined]
+        assert same.messages("s") == convo()
+    monkeypatch.setattr(module, "MIGRATIONS", [*v1, [alter, f"UPDATE {table} SET note = role"]])
+    with make_store() as new:
+        assert new.schema_version == len(v1) + 1  # type: ignore[attr-defined]
+        assert new.messages("s") == convo()
+        assert [m.text for m in new.search("s", "ConnectionResetError")] == [convo()[3].text]
+        where = table.format(s=f'"{getattr(new, "schema", "")}"')
+        notes = new._read(f"SELECT note FROM {where} ORDER BY seq")  # type: ignore[attr-defined]
+        assert [r[0] for r in notes] == [m.role for m in convo()]
+    with make_store() as again:  # opening at the current version changes nothing
+        assert again.schema_version == len(v1) + 1  # type: ignore[attr-defined]
+        assert again.count("s") == len(convo())
+
+
 # -- concurrency --------------------------------------------------------------------------
 
 

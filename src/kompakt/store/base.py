@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from kompakt.errors import InputError
+from kompakt.errors import InputError, StoreError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.store import _codec
@@ -294,7 +294,15 @@ class StoreBase:
     def compactions(self, session: str) -> list[CompactionRecord]:
         raise NotImplementedError
 
+    def create_session(
+        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
+    ) -> str:
+        raise NotImplementedError
+
     # -- shared ---------------------------------------------------------------------
+
+    def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
+        self.create_session(session, metadata=metadata)
 
     def get(self, session: str, message_id: str) -> Message | None:
         rows = self._rows_by_ids(session, [message_id])
@@ -367,6 +375,51 @@ def unique_ids(messages: Sequence[Message], taken: set[str]) -> list[Message]:
         taken.add(mid)
         out.append(m)
     return out
+
+
+def merge_metadata(into: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`into` with `changes` merged in place (a None value removes the key)."""
+    for k, v in changes.items():
+        if v is None:
+            into.pop(k, None)
+        else:
+            into[k] = v
+    return into
+
+
+def check_schema(version: int, latest: int, where: str) -> None:
+    """Refuse storage written by a newer kompakt (its schema is unknown here)."""
+    if version > latest:
+        raise StoreError(
+            f"{where} has schema version {version}, newer than this kompakt ({latest}): "
+            "upgrade kompakt"
+        )
+
+
+def taken_ids(
+    ids: Iterable[str],
+    existing: Callable[[list[str]], Iterable[str]],
+    suffixed: Callable[[str], Iterable[str]],
+) -> set[str]:
+    """Ids of a session that collide with `ids`: those stored (`existing(ids)`) and their
+    ``~n`` forms (`suffixed(id)`), so `unique_ids` picks a free one."""
+    taken = set(existing(sorted(set(ids))))
+    for mid in list(taken):
+        taken.update(suffixed(mid))
+    return taken
+
+
+def first_rows(tiers: Iterable[Iterable[Sequence[Any]]], limit: int) -> list[tuple[int, Message]]:
+    """Up to `limit` ``(seq, message)`` from ``(seq, body)`` rows, tier by tier (best tier
+    first, each tier evaluated only while more rows are needed), without repeats."""
+    found: dict[int, str] = {}
+    for rows in tiers:
+        if len(found) >= limit:
+            break
+        for seq, body in rows:
+            if int(seq) not in found and len(found) < limit:
+                found[int(seq)] = body
+    return [(seq, _codec.decode(body)) for seq, body in found.items()]
 
 
 def query_terms(query: str) -> list[str]:

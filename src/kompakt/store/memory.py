@@ -18,15 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kompakt.messages import Message
-from kompakt.store import _codec
-from kompakt.store.base import (
-    CompactionRecord,
-    MessageLike,
-    SessionInfo,
-    StoreBase,
-    query_terms,
-    unique_ids,
-)
+from kompakt.store import _codec, base
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
 
 __all__ = ["MemoryStore"]
 
@@ -55,7 +48,7 @@ class MemoryStore(StoreBase):
         sid = session or uuid.uuid4().hex
         with self._lock:
             s = self._sessions.setdefault(sid, _Session(created_at=time.time()))
-            _merge(s.metadata, metadata or {})
+            base.merge_metadata(s.metadata, metadata or {})
         return sid
 
     def list_sessions(self) -> list[SessionInfo]:
@@ -75,16 +68,13 @@ class MemoryStore(StoreBase):
             s = self._sessions.get(session)
             return dict(s.metadata) if s else {}
 
-    def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
-        self.create_session(session, metadata=metadata)
-
     def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
         msgs = _codec.to_messages(messages)
         self.create_session(session)
         with self._lock:
             s = self._sessions[session]
             start = len(s.messages)
-            for m in unique_ids(msgs, set(s.positions)):
+            for m in base.unique_ids(msgs, set(s.positions)):
                 s.positions[m.id] = len(s.messages)
                 s.messages.append(m)
                 s.texts.append(_codec.search_text(m).lower())
@@ -123,7 +113,7 @@ class MemoryStore(StoreBase):
 
     def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
         needle = query.strip().lower()
-        terms = query_terms(query)
+        terms = base.query_terms(query)
         with self._lock:
             s = self._sessions.get(session)
             if s is None:
@@ -142,11 +132,3 @@ class MemoryStore(StoreBase):
                 scored.append((tier, -hits, seq))
             scored.sort()
             return [(seq, s.messages[seq]) for _, _, seq in scored[:limit]]
-
-
-def _merge(into: dict[str, Any], changes: Mapping[str, Any]) -> None:
-    for k, v in changes.items():
-        if v is None:
-            into.pop(k, None)
-        else:
-            into[k] = v

@@ -25,15 +25,8 @@ from typing import Any
 
 from kompakt.errors import ConfigError, MissingDependency, StoreError
 from kompakt.messages import Message
-from kompakt.store import _codec
-from kompakt.store.base import (
-    CompactionRecord,
-    MessageLike,
-    SessionInfo,
-    StoreBase,
-    query_terms,
-    unique_ids,
-)
+from kompakt.store import _codec, base
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -100,7 +93,11 @@ class PostgresStore(StoreBase):
         self._connect_timeout = connect_timeout
         self._closed = False
         self._conn = self._connect()
-        self._migrate()
+        try:
+            self._migrate()
+        except psycopg.Error as e:  # the migration rolled back: the schema is as it was
+            self._conn.close()
+            raise StoreError(f"cannot migrate schema {schema!r} in PostgreSQL: {e}") from e
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -153,11 +150,7 @@ class PostgresStore(StoreBase):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.kompakt_schema (version INTEGER)")
             row = conn.execute(f"SELECT version FROM {s}.kompakt_schema").fetchone()
             version = row[0] if row else 0
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"schema {self.schema!r} has version {version}, newer than this kompakt "
-                    f"({len(MIGRATIONS)}): upgrade kompakt"
-                )
+            base.check_schema(version, len(MIGRATIONS), f"schema {self.schema!r}")
             for n in range(version, len(MIGRATIONS)):
                 for statement in MIGRATIONS[n]:
                     conn.execute(statement.format(s=s))
@@ -190,12 +183,7 @@ class PostgresStore(StoreBase):
                 row = conn.execute(
                     f"SELECT metadata FROM {self._t('sessions')} WHERE id = %s FOR UPDATE", (sid,)
                 ).fetchone()
-                current = dict(json.loads(row[0]))
-                for k, v in metadata.items():
-                    if v is None:
-                        current.pop(k, None)
-                    else:
-                        current[k] = v
+                current = base.merge_metadata(dict(json.loads(row[0])), metadata)
                 conn.execute(
                     f"UPDATE {self._t('sessions')} SET metadata = %s WHERE id = %s",
                     (json.dumps(current, default=str), sid),
@@ -226,9 +214,6 @@ class PostgresStore(StoreBase):
         rows = self._read(f"SELECT metadata FROM {self._t('sessions')} WHERE id = %s", (session,))
         return dict(json.loads(rows[0][0])) if rows else {}
 
-    def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
-        self.create_session(session, metadata=metadata)
-
     # -- messages -------------------------------------------------------------------
 
     def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
@@ -258,23 +243,26 @@ class PostgresStore(StoreBase):
         start = conn.execute(
             f"SELECT COALESCE(MAX(seq) + 1, 0) FROM {t} WHERE session = %s", (session,)
         ).fetchone()[0]
-        ids = sorted({m.id for m in msgs})
-        taken = {
-            r[0]
-            for r in conn.execute(
-                f"SELECT id FROM {t} WHERE session = %s AND id = ANY(%s)", (session, ids)
-            ).fetchall()
-        }
-        for mid in list(taken):
-            rows = conn.execute(
-                f"SELECT id FROM {t} WHERE session = %s AND left(id, %s) = %s",
-                (session, len(mid) + 1, mid + "~"),
-            ).fetchall()
-            taken.update(r[0] for r in rows)
+        taken = base.taken_ids(
+            (m.id for m in msgs),
+            lambda ids: (
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {t} WHERE session = %s AND id = ANY(%s)", (session, ids)
+                ).fetchall()
+            ),
+            lambda mid: (
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {t} WHERE session = %s AND left(id, %s) = %s",
+                    (session, len(mid) + 1, mid + "~"),
+                ).fetchall()
+            ),
+        )
         now = time.time()
         rows = [
             (session, start + i, m.id, m.role, _codec.encode(m), _clean(_codec.search_text(m)), now)
-            for i, m in enumerate(unique_ids(msgs, taken))
+            for i, m in enumerate(base.unique_ids(msgs, taken))
         ]
         with conn.cursor() as cur:
             cur.executemany(
@@ -309,7 +297,7 @@ class PostgresStore(StoreBase):
 
     def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
         t = self._t("messages")
-        terms = query_terms(query)
+        terms = base.query_terms(query)
         needle = _clean(query.strip().lower())
         ranked = (
             f"SELECT seq, body FROM {t} WHERE session = %s AND tsv @@ {{q}} "
@@ -335,14 +323,7 @@ class PostgresStore(StoreBase):
                     (session, anyof, anyof, limit),
                 )
             )
-        found: dict[int, str] = {}
-        for sql, params in tiers:
-            if len(found) >= limit:
-                break
-            for seq, body in self._read(sql, params):
-                if seq not in found and len(found) < limit:
-                    found[int(seq)] = body
-        return [(seq, _codec.decode(body)) for seq, body in found.items()]
+        return base.first_rows((self._read(sql, params) for sql, params in tiers), limit)
 
     # -- compaction records ---------------------------------------------------------
 

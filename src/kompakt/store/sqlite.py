@@ -32,15 +32,8 @@ from typing import Any
 
 from kompakt.errors import StoreError
 from kompakt.messages import Message
-from kompakt.store import _codec
-from kompakt.store.base import (
-    CompactionRecord,
-    MessageLike,
-    SessionInfo,
-    StoreBase,
-    query_terms,
-    unique_ids,
-)
+from kompakt.store import _codec, base
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -114,6 +107,8 @@ class SQLiteStore(StoreBase):
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.Error as e:
+            if hasattr(self, "_conn"):
+                self._conn.close()
             raise StoreError(f"cannot open SQLite store {self.path!r}: {e}") from e
 
     # -- plumbing -------------------------------------------------------------------
@@ -140,11 +135,7 @@ class SQLiteStore(StoreBase):
     def _migrate(self) -> None:
         with self._tx() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"{self.path!r} has schema version {version}, newer than this kompakt "
-                    f"({len(MIGRATIONS)}): upgrade kompakt"
-                )
+            base.check_schema(version, len(MIGRATIONS), repr(self.path))
             for n in range(version, len(MIGRATIONS)):
                 for statement in MIGRATIONS[n]:
                     conn.execute(statement)
@@ -189,9 +180,6 @@ class SQLiteStore(StoreBase):
         rows = self._read("SELECT metadata FROM sessions WHERE id = ?", (session,))
         return dict(json.loads(rows[0][0])) if rows else {}
 
-    def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
-        self.create_session(session, metadata=metadata)
-
     # -- messages -------------------------------------------------------------------
 
     def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
@@ -231,8 +219,7 @@ class SQLiteStore(StoreBase):
         return [out[i] for i in ids if i in out]
 
     def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
-        terms = [t for t in query_terms(query.replace("_", " ")) if t]
-        found: dict[int, str] = {}
+        terms = [t for t in base.query_terms(query.replace("_", " ")) if t]
         tiers: list[tuple[str, str]] = []
         if terms:
             quoted = [f'"{t}"' for t in terms]
@@ -242,13 +229,7 @@ class SQLiteStore(StoreBase):
             tiers.append(("fts", " OR ".join(quoted)))
         else:
             tiers.append(("like", query.strip().lower()))
-        for kind, q in tiers:
-            if len(found) >= limit:
-                break
-            for seq, body in self._tier(kind, session, q, limit):
-                if seq not in found and len(found) < limit:
-                    found[seq] = body
-        return [(seq, _codec.decode(body)) for seq, body in found.items()]
+        return base.first_rows((self._tier(kind, session, q, limit) for kind, q in tiers), limit)
 
     def _tier(self, kind: str, session: str, q: str, limit: int) -> list[Any]:
         if kind == "like":
@@ -292,12 +273,7 @@ def _ensure_session(conn: sqlite3.Connection, sid: str) -> None:
 
 def _merge_metadata(conn: sqlite3.Connection, sid: str, changes: Mapping[str, Any]) -> None:
     row = conn.execute("SELECT metadata FROM sessions WHERE id = ?", (sid,)).fetchone()
-    current = dict(json.loads(row[0])) if row else {}
-    for k, v in changes.items():
-        if v is None:
-            current.pop(k, None)
-        else:
-            current[k] = v
+    current = base.merge_metadata(dict(json.loads(row[0])) if row else {}, changes)
     conn.execute(
         "UPDATE sessions SET metadata = ? WHERE id = ?", (json.dumps(current, default=str), sid)
     )
@@ -310,11 +286,21 @@ def _insert(conn: sqlite3.Connection, session: str, msgs: list[Message]) -> list
     start = conn.execute(
         "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session = ?", (session,)
     ).fetchone()[0]
-    taken = _taken_ids(conn, session, [m.id for m in msgs])
+    taken = base.taken_ids(
+        (m.id for m in msgs),
+        lambda ids: _existing_ids(conn, session, ids),
+        lambda mid: (
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM messages WHERE session = ? AND substr(id, 1, ?) = ?",
+                (session, len(mid) + 1, mid + "~"),
+            )
+        ),
+    )
     now = time.time()
     rows = [
         (session, start + i, m.id, m.role, _codec.encode(m), _codec.search_text(m), now)
-        for i, m in enumerate(unique_ids(msgs, taken))
+        for i, m in enumerate(base.unique_ids(msgs, taken))
     ]
     conn.executemany(
         "INSERT INTO messages (session, seq, id, role, body, text, created_at) "
@@ -324,22 +310,15 @@ def _insert(conn: sqlite3.Connection, session: str, msgs: list[Message]) -> list
     return [r[1] for r in rows]
 
 
-def _taken_ids(conn: sqlite3.Connection, session: str, ids: list[str]) -> set[str]:
-    """Ids of the session that collide with `ids` (the ids themselves and their ~n forms)."""
-    taken: set[str] = set()
-    for chunk in _chunks(sorted(set(ids)), 500):
+def _existing_ids(conn: sqlite3.Connection, session: str, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in _chunks(ids, 500):
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
             f"SELECT id FROM messages WHERE session = ? AND id IN ({marks})", (session, *chunk)
         ).fetchall()
-        taken.update(r[0] for r in rows)
-    for mid in list(taken):
-        rows = conn.execute(
-            "SELECT id FROM messages WHERE session = ? AND substr(id, 1, ?) = ?",
-            (session, len(mid) + 1, mid + "~"),
-        ).fetchall()
-        taken.update(r[0] for r in rows)
-    return taken
+        found.update(r[0] for r in rows)
+    return found
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
