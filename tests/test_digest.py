@@ -179,3 +179,72 @@ def test_never_over_the_limit(parts: list[tuple[str, str]], limit: int) -> None:
     ]
     note = digest(msgs, max_tokens=limit)
     assert CharEstimator().count_text(note) <= limit
+
+
+def _plant(messages: list[Message], position: int, statement: str) -> list[Message]:
+    from kompakt.messages import Part
+
+    m = messages[position]
+    out = list(messages)
+    out[position] = m.evolve(content=(*m.content, Part(text=statement)))
+    return out
+
+
+@needs_data
+def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
+    msgs = list(load(MINI[7]))  # django-14534: 183 messages, long file listings
+    tool = [i for i, m in enumerate(msgs) if m.role == "tool"][10]
+    span = _plant(msgs, tool, "Important: the API port must stay 8443 for the staging proxy.")
+    span = _plant(span, tool + 20, "The deploy key id is DK-7F3A-22B1.")[1:-6]
+    note = digest(span, max_tokens=800)
+    facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
+    assert "the API port must stay 8443" in facts and "DK-7F3A-22B1" in facts
+    assert digest(msgs[1:-6], max_tokens=800).count("8443") == 0  # it came from the plant
+
+
+@needs_data
+def test_source_listings_and_grep_hits_are_not_facts() -> None:
+    note = digest(list(load(MINI[0]))[1:-6], max_tokens=800)  # astropy: grep -n, sed -n output
+    facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
+    for line in facts.splitlines():
+        assert not re.match(r"- \d+[-:]", line) and not line.startswith("-     "), line
+
+
+def test_reasoning_with_must_stays_a_decision_and_labelled_values_are_facts() -> None:
+    msgs = [
+        Message.user("fix the cache"),
+        Message.assistant("So the bug must be in the eviction loop of cache.py."),
+        Message.assistant("Decision DEC-0042: keep the LRU size at 512 entries."),
+        Message.tool(
+            "Config: redis 7.2.4 listens on port 6380\nNever flush the prod db.", tool_call_id="c"
+        ),
+    ]
+    note = digest(msgs)
+    facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
+    decisions = note.split(f"## {SECTIONS['decisions']}\n")[1].split("\n## ")[0]
+    assert "the bug must be in the eviction loop" in decisions
+    assert "DEC-0042" in facts and "port 6380" in facts and "Never flush the prod db." in facts
+
+
+def test_commands_with_the_same_head_prefer_failing_and_latest() -> None:
+    calls, results = [], []
+    for i in range(30):
+        cmd = f"sed -n '{i * 10},{i * 10 + 9}p' src/module_{i}.py"
+        calls.append(ToolCall(id=f"s{i}", name="bash", arguments=json.dumps({"command": cmd})))
+        results.append(
+            Message.tool("<returncode>0</returncode>\n" + "x = 1\n" * 40, tool_call_id=f"s{i}")
+        )
+    fail = ToolCall(id="t", name="bash", arguments=json.dumps({"command": "pytest -x tests"}))
+    msgs = [Message.user("find the bug")]
+    for call, result in zip(calls, results, strict=True):
+        msgs += [Message.assistant("", tool_calls=[call]), result]
+    msgs += [
+        Message.assistant("", tool_calls=[fail]),
+        Message.tool("exit code: 1", tool_call_id="t"),
+    ]
+    note = digest(msgs, max_tokens=200)
+    assert "- $ pytest -x tests → exit 1" in note
+    assert "- looked up: " in note and "sed -n '290,299p' src/module_29.py" in note
+    assert "→ exit 0" not in note  # successful look-ups are listed tersely, without status
+    rolled = digest([Message.user(note, synthetic="summary"), Message.user("go on")])
+    assert "sed -n '290,299p' src/module_29.py" in rolled and "pytest -x tests" in rolled

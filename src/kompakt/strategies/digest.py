@@ -52,6 +52,7 @@ SECTIONS: dict[str, str] = {
     "earlier": "Earlier summary",
     "requests": "User requests",
     "decisions": "Decisions and findings",
+    "facts": "Facts and constraints",
     "files": "Files touched",
     "commands": "Commands run",
     "errors": "Errors",
@@ -66,7 +67,8 @@ _BASE_SCORE = {
     "requests": 10.0,
     "errors": 6.0,
     "decisions": 3.0,
-    "commands": 4.0,
+    "facts": 6.5,
+    "commands": 5.0,
     "files": 3.0,
     "identifiers": 1.0,
 }
@@ -136,8 +138,47 @@ _EDIT_RE = re.compile(
 )
 _READ_ONLY_RE = re.compile(r"^\s*(?:ls|find|cat|grep|rg|head|tail|sed -n|wc|pwd|echo|tree)\b")
 _COMMAND_KEYS = ("command", "cmd", "script", "code", "query")
+_CONSTRAINT_RE = re.compile(
+    r"\b(?:must(?:n't| not)?|never|do not|don't|always|shall(?: not)?|should not|shouldn't"
+    r"|not allowed|forbidden|make sure|required to|is required|are required|may only)\b",
+    re.IGNORECASE,
+)
+_VALUE_RE = re.compile(
+    r"\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)+\b"  # ids: KP-3BEB-7E67, JIRA-1234
+    r"|\bv?\d+\.\d+(?:\.\d+)+\b"  # versions
+    r"|\bports?\s*[:=]?\s*\d{2,5}\b|(?<=[\w\]]):\d{2,5}\b"  # ports
+    r"|\b\d{4}-\d{2}-\d{2}\b"  # dates
+    r"|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{8,40}\b"  # hashes
+    r"|\b\d+(?:\.\d+)?\s*(?:ms|s|MB|GB|KB|%|tokens|bytes)\b|\b\d{2,}\b"  # quantities
+)
+_STRONG_VALUE_RE = re.compile(r"\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)+\b|\bv?\d+\.\d+\.\d+|\bports?\b")
+_STATEMENT_RE = re.compile(
+    r"\b(?:is|are|was|were|equals|set to|becomes|defaults? to|uses?|runs? on|listens? on)\b"
+    r"|[:=]\s*\S",
+    re.IGNORECASE,
+)
+_LABEL_RE = re.compile(
+    r"^(?:note|important|warning|constraint|decision|requirement|rule|remember|policy|todo"
+    r"|caution|config(?:uration)?)\b",
+    re.IGNORECASE,
+)
+_KEY_VALUE_RE = re.compile(  # "Python version: 3.11.4", "API_PORT=8443"
+    r"^([A-Za-z][\w .()/-]{1,40}?)\s*(?::|=)\s*([\w\"'.:/@+-][^(){};]{0,100})$"
+)
+_GREP_HIT_RE = re.compile(  # grep hits, numbered listings, code, rulers, `ls -l`, warnings
+    r"^[\w./-]+:\d+[:-]|^\s*\d+[\s:-]|^\s{4}|^[-=_*#~ ]{4,}|^[dl-][rwxsStT-]{9}\s"
+    r"|\w(?:Warning|Error):"
+)
+_CODE_CHARS = frozenset("(){}[];<>=\"'`\\")
+_FACTS_PER_MESSAGE = 3
+_RULER = "=-_*#~ \t"
+_READS = "- looked up: "
+_READ_SEP = " ; "
+_CD_PREFIX_RE = re.compile(r"^(?:\s*cd\s+\S+\s*(?:&&|;)\s*)+")
+
 _MAX_ITEM_CHARS = 300
-_MAX_COMMAND_CHARS = 160
+_MAX_COMMAND_CHARS = 100
+_MAX_ERROR_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -219,6 +260,7 @@ def _extract(messages: Sequence[Message], max_tokens: int, tok: Tokenizer) -> li
         if m.role == "assistant":
             spoke = True
             _decisions(c, text, recency)
+            _facts(c, _CODE_BLOCK_RE.sub(" ", text), recency, weight=0.5, rules=False)
             _identifiers(c, _CODE_BLOCK_RE.sub(" ", text), recency, weight=1.0)
             issued = _calls(c, m, recency, commands)
             if issued:
@@ -233,9 +275,11 @@ def _extract(messages: Sequence[Message], max_tokens: int, tok: Tokenizer) -> li
         ):
             owner = commands.get(m.tool_call_id or "") or last_command
             _observation(c, text, recency, owner)
+            _facts(c, text, recency)
             acted = False
         elif m.role == "user":
             _request(c, text, recency, max_tokens, tok)
+            _facts(c, text, recency, weight=1.0)
             _identifiers(c, text, recency, weight=1.5)
             _paths(c, text, recency, weight=3.0)
             acted = False
@@ -262,12 +306,60 @@ def _decisions(c: _Collector, text: str, recency: float) -> None:
             if len(s) < 12 or s.endswith(":"):
                 continue
         strong = len(_STRONG_CUES.findall(s))
-        if not strong:
+        if not strong or _fact_score(s, rules=False):  # a value: the facts section has it
             continue
         weak = len(_WEAK_CUES.findall(s))
         concrete = 1.0 if (_PATH_RE.search(s) or "`" in s) else 0.0
         score = 3 + min(strong, 3) + concrete - 0.5 * weak + 2.5 * recency
         c.add("decisions", _clamp(s, _MAX_ITEM_CHARS), score, recency)
+
+
+def _facts(
+    c: _Collector, text: str, recency: float, *, weight: float = 0.0, rules: bool = True
+) -> None:
+    """Statements of fact, value and constraint (``must``/``never`` rules, ``X is Y``
+    with an id, version, port or number, ``key: value`` lines); the best few per message."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if not _prose_line(line):
+            continue
+        for raw in _SENTENCE_RE.split(line.strip()):
+            s = raw.strip(" -*>\t")
+            score = _fact_score(s, rules=rules)
+            if score > found.get(s, 0.0):
+                found[s] = score
+    best = sorted(found.items(), key=lambda f: (-f[1], f[0]))[:_FACTS_PER_MESSAGE]
+    for s, score in best:
+        c.add("facts", _clamp(s, _MAX_ITEM_CHARS), score + weight + 2.5 * recency, recency)
+
+
+def _prose_line(line: str) -> bool:
+    """A line that reads as a statement: not code, a listing, a grep hit or an error."""
+    s = line.strip()
+    if not 12 <= len(s) <= 400 or _GREP_HIT_RE.match(line) or _SOURCE_LINE_RE.match(line):
+        return False
+    if _ERROR_RE.search(line) or s.startswith(("<", "$ ", ">>>", "...")):
+        return False
+    code = sum(1 for ch in s if ch in _CODE_CHARS)
+    return code <= max(2, len(s) // 25) or bool(_KEY_VALUE_RE.match(s))
+
+
+def _fact_score(s: str, *, rules: bool = True) -> float:
+    """How much `s` reads as a fact to keep; `rules` False: an unlabelled "must" is
+    reasoning ("the bug must be in ..."), not a rule, so it is left to the decisions."""
+    words = len(s.split())
+    if words < 3 or s.endswith(("?", ":")):
+        return 0.0
+    labelled = 1.0 if _LABEL_RE.match(s) else 0.0
+    strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
+    valued = bool(_VALUE_RE.search(s))
+    if words >= 5 and _CONSTRAINT_RE.search(s) and (rules or labelled):
+        return 7.0 + labelled + 0.5 * valued
+    if valued and (_STATEMENT_RE.search(s) or labelled):
+        return 5.5 + 1.5 * strong + labelled
+    if words <= 8 and _KEY_VALUE_RE.match(s) and labelled:
+        return 3.0
+    return 0.0
 
 
 def _calls(c: _Collector, m: Message, recency: float, commands: dict[str, _Item]) -> list[_Item]:
@@ -293,11 +385,11 @@ def _command(c: _Collector, text: str, recency: float) -> _Item:
     shown = _clamp(first, _MAX_COMMAND_CHARS)
     if shown != text.strip():
         shown = shown.rstrip(".… ") + " …"
-    score = 4 + 2 * recency
+    score = 4.5 + 3 * recency
     if _EDIT_RE.search(text):
         score += 2
     elif _READ_ONLY_RE.match(text):
-        score -= 1
+        score -= 0.25
     item = c.add("commands", shown, score, recency)
     _paths(c, first, recency, weight=4.0, edited=bool(_EDIT_RE.search(first)))
     _paths(c, text[len(first) :], recency, weight=1.0)  # a heredoc's body only mentions
@@ -320,9 +412,11 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
             continue
         if len(line.strip()) < 12 and line.strip().endswith(":"):  # a bare "ERRORS:" heading
             continue
+        if len(line.strip(_RULER).split()) <= 1 and len(line.strip()) > 20:  # "=== ERRORS ==="
+            continue
         if _SOURCE_LINE_RE.match(line):  # a file listing that mentions an error is not one
             continue
-        shown = _clamp(line.strip(), _MAX_ITEM_CHARS)
+        shown = _clamp(line.strip(), _MAX_ERROR_CHARS)
         where = _FRAME_RE.match(frame) if frame else None
         if where and re.match(r"^[\w.]*(?:Error|Exception)", shown):
             shown = f"{shown} (at {where.group(1)}:{where.group(2)})"
@@ -339,6 +433,10 @@ def _previous_note(c: _Collector, text: str, max_tokens: int, tok: Tokenizer) ->
     for line in text.splitlines():
         if line.startswith("## ") and line[3:].strip() in _TITLE_TO_KEY:
             section, current, parsed = _TITLE_TO_KEY[line[3:].strip()], None, True
+        elif section == "commands" and line.startswith(_READS):
+            for part in line[len(_READS) :].split(_READ_SEP):
+                c.add(section, part, _BASE_SCORE[section], -1.0).flags.add("exit 0")
+            current = None
         elif section and line.startswith("- "):
             body = line[2:]
             if section in _INLINE_SECTIONS:
@@ -390,6 +488,8 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
         item.score += math.log(item.count)  # repetition is salience
         if item.section not in ("requests", "earlier"):
             item.text = clamp_tokens(item.text, cap, tok) or item.text[:8]
+    _rank_command_heads(items)
+    _diminish(items, ("facts", "decisions", "errors"))
     ranked = sorted(items, key=lambda i: (-i.score, -i.order, i.text))
     firsts: list[_Item] = []
     seen_sections: set[str] = set()
@@ -397,7 +497,7 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
         if item.section not in seen_sections:
             seen_sections.add(item.section)
             firsts.append(item)
-    costs = {id(i): tok.count_text(_line(i)) + 1 for i in ranked}
+    costs = {id(i): _cost(i, tok) for i in ranked}
     # first the best item of every section, then the rest by value for their size
     rest = sorted(
         (i for i in ranked if i not in firsts),
@@ -421,11 +521,47 @@ def _render_within(items: list[_Item], max_tokens: int, tok: Tokenizer) -> str:
     return note if tok.count_text(note) <= max_tokens else clamp_tokens(note, max_tokens, tok)
 
 
+def _rank_command_heads(items: list[_Item]) -> None:
+    """Commands with the same head (``sed -n``, ``cat >``, ``python test_x.py``) compete:
+    the failing and the latest one keeps its score, each older sibling loses a little."""
+    heads: dict[str, list[_Item]] = {}
+    for item in items:
+        if item.section == "commands":
+            heads.setdefault(_command_head(item.text), []).append(item)
+    for members in heads.values():
+        members.sort(key=lambda i: (not _failed(i), -i.order, i.text))
+        for rank, item in enumerate(members[1:], 1):
+            item.score -= min(2.0, 0.5 * rank)
+
+
+def _diminish(items: list[_Item], sections: Sequence[str], free: int = 8) -> None:
+    """Past the best `free` items of a section, each further one is worth a little less,
+    so one chatty kind does not crowd the others out of the note."""
+    for section in sections:
+        members = sorted(
+            (i for i in items if i.section == section), key=lambda i: (-i.score, -i.order)
+        )
+        for rank, item in enumerate(members[free:], 1):
+            item.score -= min(4.0, 0.5 * rank)
+
+
+def _command_head(text: str) -> str:
+    return " ".join(_CD_PREFIX_RE.sub("", text.removeprefix("$ ")).split()[:2])
+
+
+def _failed(item: _Item) -> bool:
+    return any(f.startswith("exit ") and f != "exit 0" for f in item.flags)
+
+
 def _redundant(item: _Item, chosen: list[_Item]) -> bool:
     if item.section == "identifiers":  # already quoted verbatim elsewhere in the note
         return any(item.text in o.text for o in chosen if o.section != "identifiers")
     if item.section == "files":
         return False
+    if item.section == "facts" and any(
+        item.text in o.text for o in chosen if o.section in ("requests", "earlier")
+    ):
+        return True
     key = item.key
     return any(o.section == item.section and key and key in o.key for o in chosen)
 
@@ -439,9 +575,25 @@ def _render(chosen: list[_Item]) -> str:
         out.append(f"## {title}")
         if key in _INLINE_SECTIONS:
             out.append("- " + ", ".join(_line(i) for i in items))
-        else:
-            out.extend("- " + _line(i).replace("\n", "\n  ") for i in items)
+            continue
+        reads = [i for i in items if _quiet_read(i)]
+        out.extend("- " + _line(i).replace("\n", "\n  ") for i in items if i not in reads)
+        if reads:  # successful look-ups: one terse line, verbatim, no status
+            out.append(_READS + _READ_SEP.join(i.text.removeprefix("$ ") for i in reads))
     return "\n".join(out)
+
+
+def _quiet_read(item: _Item) -> bool:
+    """A read-only command that did not fail: worth its text, not a line of its own."""
+    if item.section != "commands" or _failed(item) or _EDIT_RE.search(item.text):
+        return False
+    return bool(_READ_ONLY_RE.match(_CD_PREFIX_RE.sub("", item.text.removeprefix("$ "))))
+
+
+def _cost(item: _Item, tok: Tokenizer) -> int:
+    if _quiet_read(item):
+        return tok.count_text(item.text + _READ_SEP)
+    return tok.count_text(_line(item)) + 1
 
 
 def _line(item: _Item) -> str:
