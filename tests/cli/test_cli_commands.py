@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import typer
 from clihelp import (
     EXPECTED,
     MINI,
@@ -279,3 +280,22 @@ def test_help_on_every_command_has_an_example() -> None:
         assert "Example: kompakt " + command in " ".join(r.stdout.split()), command
     r = run("--help")
     assert r.code == 0 and "Exit codes" in r.stdout
+
+
+def test_exit_codes_documented_in_docs_cli_md_are_the_ones_used() -> None:
+    import re
+
+    from kompakt.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, handled
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    table = docs.split("## Errors and exit codes", 1)[1]
+    documented = {int(c) for c in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
+    assert documented == {EXIT_OK, EXIT_FAILURE, EXIT_USAGE, 130}
+    assert invoke("inspect", str(SMALL), "--json").code == EXIT_OK
+    assert invoke("inspect", "nope.json").code == EXIT_USAGE
+    with pytest.raises(typer.Exit) as info, handled():
+        raise KeyboardInterrupt
+    assert info.value.exit_code == 130
+    with pytest.raises(typer.Exit) as info, handled():
+        raise RuntimeError("a bug")
+    assert info.value.exit_code == EXIT_FAILURE  # batch failures: test_cli_batch.py

@@ -1,7 +1,8 @@
 """The `kompakt` command: replay, demo, inspect, compact, eval, batch.
 
 Exit codes: 0 success; 1 runtime failure (or a batch with failed files); 2 usage or
-input error. Errors are one line on stderr; ``--debug`` shows the traceback.
+input error; 130 interrupted. Errors are one line on stderr; ``--debug`` shows the
+traceback.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ app = typer.Typer(
     help=(
         "What would compaction do to your agent's runs? Replay, inspect, compact and "
         "evaluate recorded transcripts, offline.\n\n"
-        "Exit codes: 0 ok, 1 runtime failure, 2 usage or input error.\n\n"
+        "Exit codes: 0 ok, 1 runtime failure, 2 usage or input error, 130 interrupted.\n\n"
         "Example: kompakt demo"
     ),
     no_args_is_help=True,

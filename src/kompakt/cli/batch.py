@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kompakt.cli.common import err_console, out_console
+from kompakt.cli.common import out_console, progress_bar
 from kompakt.cli.errors import EXIT_FAILURE, fail, handled
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES
 from kompakt.cli.replay import ConfigOpt, StrategyOpt, TargetOpt, TokenizerOpt
@@ -120,14 +119,7 @@ def batch_command(
         for name in names if evaluate else (() if table else (job.strategy,)):
             make_compactor(name, 1000, target=target)  # unknown names fail before any work
         items = plan(input_dir, output, job)
-        columns = (
-            TextColumn("[bold]batch[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("files"),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=err_console, transient=True, disable=json_out) as bar:
+        with progress_bar("batch", "files", disable=json_out) as bar:
             task = bar.add_task("batch", total=len(items))
 
             def progress(r: ItemResult) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.eval.compactors import (
@@ -28,11 +32,14 @@ __all__ = [
     "budget_error",
     "build_compactor",
     "count_tokens",
+    "emit",
     "err_console",
     "load_tokenizer",
     "out_console",
+    "progress_bar",
     "read_conversation",
     "resolve_budget",
+    "write_report",
 ]
 
 # Not a terminal (a pipe, a file, CI): wide enough for the side-by-side tables.
@@ -107,3 +114,51 @@ def budget_error(exc: BudgetImpossible, budget: int | None, target: float) -> Co
         f"{given} tokens cannot hold what must be kept: {exc.required:,} tokens ({parts}); "
         "raise --budget or --target"
     )
+
+
+def progress_bar(
+    verb: str, unit: str, *, disable: bool = False, console: Console | None = None
+) -> Progress:
+    """The live progress bar of a long command, on stderr (transient)."""
+    columns = (
+        TextColumn(f"[bold]{verb}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+    )
+    return Progress(*columns, console=console or err_console, transient=True, disable=disable)
+
+
+def write_report(html: str, path: Path) -> Path:
+    """Write a report atomically; returns its absolute path."""
+    path = path.expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+class _Result(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def emit(
+    result: _Result,
+    *,
+    html: Callable[[], str],
+    report: Path | None,
+    json_out: bool,
+    show: Callable[[], None],
+) -> None:
+    """Write the HTML report if asked, then print the result as JSON or with `show`."""
+    written = write_report(html(), report) if report else None
+    if json_out:
+        data = result.to_dict()
+        data["report"] = str(written) if written else None
+        typer.echo(json.dumps(data, indent=2))
+        return
+    show()
+    if written:
+        out_console.print(f"report: [bold]{written}[/]")

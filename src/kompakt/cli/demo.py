@@ -8,9 +8,15 @@ from typing import Annotated
 
 import typer
 
-from kompakt.cli.common import count_tokens, load_tokenizer, out_console, resolve_budget
+from kompakt.cli.common import (
+    count_tokens,
+    load_tokenizer,
+    out_console,
+    resolve_budget,
+    write_report,
+)
 from kompakt.cli.errors import handled
-from kompakt.cli.replay import print_replay, run_replay, write_report
+from kompakt.cli.replay import print_replay, run_replay
 from kompakt.eval.compactors import make_compactor
 from kompakt.eval.report import replay_report
 

@@ -6,7 +6,8 @@ Exit codes:
 * ``1``: a runtime failure (a model call failed, a store failed, a bug);
 * ``2``: a usage or input error: a bad option, a missing or unreadable file, an
   unknown format, a malformed message (named by index and field), a budget too
-  small for what must be kept, a missing optional extra.
+  small for what must be kept, a missing optional extra;
+* ``130``: interrupted (Ctrl-C).
 
 Errors print one line on stderr, ``kompakt: error: ...``; ``--debug`` (or
 ``KOMPAKT_DEBUG=1``) shows the traceback instead.

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kompakt.cli.common import err_console, load_tokenizer, out_console, read_conversation
+from kompakt.cli.common import emit, load_tokenizer, out_console, progress_bar, read_conversation
 from kompakt.cli.errors import handled
-from kompakt.cli.replay import FormatOpt, ModelOpt, TargetOpt, TokenizerOpt, write_report
+from kompakt.cli.replay import (
+    FormatOpt,
+    JsonOpt,
+    ModelOpt,
+    ReportOpt,
+    TargetOpt,
+    TokenizerOpt,
+)
 from kompakt.errors import ConfigError
 from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
 from kompakt.eval.probes import Needle
@@ -96,10 +101,8 @@ def eval_command(
     target: TargetOpt = DEFAULT_TARGET,
     tokenizer: TokenizerOpt = "chars",
     fmt: FormatOpt = None,
-    report: Annotated[
-        Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
-    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    report: ReportOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Retention benchmark: how much of each run survives each strategy at each budget.
 
@@ -124,14 +127,7 @@ def eval_command(
             make_compactor(name, 1000, target=target, tokenizer=tok, summarizer=summarizer)
         runs = [(Path(f).name, list(read_conversation(f, fmt))) for f in files]
         total = len(runs) * len(budgets) * len(names)
-        columns = (
-            TextColumn("[bold]evaluating[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("replays"),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=err_console, transient=True, disable=json_out) as bar:
+        with progress_bar("evaluating", "replays", disable=json_out) as bar:
             task = bar.add_task("eval", total=total)
             result = evaluate(
                 runs,
@@ -144,12 +140,10 @@ def eval_command(
                 ask=model_asker(summarizer) if summarizer is not None else None,
                 on_cell=lambda _c: bar.advance(task),
             )
-        written = write_report(eval_report(result), report) if report else None
-        if json_out:
-            data = result.to_dict()
-            data["report"] = str(written) if written else None
-            typer.echo(json.dumps(data, indent=2))
-            return
-        print_eval(result)
-        if written:
-            out_console.print(f"report: [bold]{written}[/]")
+        emit(
+            result,
+            html=lambda: eval_report(result),
+            report=report,
+            json_out=json_out,
+            show=lambda: print_eval(result),
+        )

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kompakt.cli.common import (
     budget_error,
     build_compactor,
     count_tokens,
+    emit,
     err_console,
     load_tokenizer,
     out_console,
+    progress_bar,
     read_conversation,
     resolve_budget,
 )
@@ -29,7 +29,12 @@ from kompakt.eval.report import replay_report
 from kompakt.messages import Message
 from kompakt.tokens import Tokenizer
 
-__all__ = ["print_replay", "replay_command", "run_replay", "write_report"]
+__all__ = ["JsonOpt", "ReportOpt", "print_replay", "replay_command", "run_replay"]
+
+ReportOpt = Annotated[
+    Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
 
 FileArg = Annotated[
     str, typer.Argument(help="Transcript in any format kompakt reads, or - for stdin.")
@@ -110,24 +115,7 @@ def run_replay(
     With `recall`, lost artifacts count as recoverable only when a full-text search
     over the originals (a SQLite store, as the agent's recall tool) finds them.
     """
-    if not progress:
-        return replay(
-            messages,
-            compactor,
-            tokenizer=tokenizer,
-            source=source,
-            strategy=strategy,
-            budget=budget,
-            recall=recall,
-        )
-    columns = (
-        TextColumn("[bold]replaying[/]"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("messages"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
+    with progress_bar("replaying", "messages", disable=not progress, console=console) as bar:
         task = bar.add_task("replay", total=len(messages))
         return replay(
             messages,
@@ -138,7 +126,9 @@ def run_replay(
             budget=budget,
             recall=recall,
             on_message=lambda done, _total: bar.update(task, completed=done),
-            on_event=lambda e: bar.console.print(_event_line(e), highlight=False),
+            on_event=(lambda e: bar.console.print(_event_line(e), highlight=False))
+            if progress
+            else None,
         )
 
 
@@ -182,31 +172,13 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     )
     if result.events:
         ev = Table(title="Compaction events", title_justify="left")
-        for col in (
-            "at msg",
-            "before",
-            "after",
-            "dropped",
-            "collapsed",
-            "summarized",
-            "model calls",
-            "ms",
-        ):
+        for col in ReplayEvent.COLUMNS:
             ev.add_column(col, justify="right")
         shown = (
             result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
         )
         for e in shown:
-            ev.add_row(
-                str(e.position),
-                f"{e.tokens_before:,}",
-                f"{e.tokens_after:,}",
-                str(e.groups_dropped),
-                str(e.groups_collapsed),
-                str(e.groups_summarized),
-                str(e.model_calls),
-                f"{e.seconds * 1000:.1f}",
-            )
+            ev.add_row(*e.cells())
         console.print(ev)
     art = Table(title="Still visible at the end", title_justify="left")
     for col in ("kind", "visible", "recoverable by recall", "lost (examples)"):
@@ -221,16 +193,6 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     console.print(art)
 
 
-def write_report(html: str, path: Path) -> Path:
-    """Write a report atomically; returns its absolute path."""
-    path = path.expanduser().resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def replay_command(
     file: FileArg,
     budget: BudgetOpt = None,
@@ -240,10 +202,8 @@ def replay_command(
     target: TargetOpt = DEFAULT_TARGET,
     tokenizer: TokenizerOpt = "chars",
     fmt: FormatOpt = None,
-    report: Annotated[
-        Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
-    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    report: ReportOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Replay a recorded run turn by turn through a compactor.
 
@@ -281,12 +241,10 @@ def replay_command(
             )
         except BudgetImpossible as exc:
             raise budget_error(exc, tokens, target) from exc
-        written = write_report(replay_report(result), report) if report else None
-        if json_out:
-            data: dict[str, Any] = result.to_dict()
-            data["report"] = str(written) if written else None
-            typer.echo(json.dumps(data, indent=2))
-            return
-        print_replay(result)
-        if written:
-            out_console.print(f"report: [bold]{written}[/]")
+        emit(
+            result,
+            html=lambda: replay_report(result),
+            report=report,
+            json_out=json_out,
+            show=lambda: print_replay(result),
+        )

@@ -31,7 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from kompakt.eval.probes import (
     ARTIFACT_KINDS,
@@ -113,6 +113,30 @@ class ReplayEvent:
     """Strategies that changed something, in order."""
     fallbacks: list[str] = field(default_factory=list)
     reason: str = ""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "message",
+        "tokens before",
+        "after",
+        "dropped",
+        "collapsed",
+        "summarized",
+        "model calls",
+        "ms",
+    )
+    """Headers of `cells`, for the tables of the terminal and of the report."""
+
+    def cells(self) -> list[str]:
+        """The event as one table row (see `COLUMNS`)."""
+        counts = (self.groups_dropped, self.groups_collapsed, self.groups_summarized)
+        return [
+            str(self.position),
+            f"{self.tokens_before:,}",
+            f"{self.tokens_after:,}",
+            *(str(n) for n in counts),
+            str(self.model_calls),
+            f"{self.seconds * 1000:.1f}",
+        ]
 
 
 @dataclass

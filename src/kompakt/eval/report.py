@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
 
-from kompakt.eval.replay import ReplayResult
+from kompakt.eval.replay import ReplayEvent, ReplayResult
 from kompakt.eval.retention import KINDS, EvalResult
 from kompakt.eval.svg import PALETTE, Series, line_chart
 
@@ -121,33 +121,8 @@ def _replay_body(result: ReplayResult) -> list[str]:
     if result.events:
         body.append(
             _table(
-                [
-                    "step",
-                    "message",
-                    "tokens before",
-                    "after",
-                    "dropped",
-                    "collapsed",
-                    "summarized",
-                    "model calls",
-                    "ms",
-                    "strategies",
-                ],
-                (
-                    [
-                        e.step,
-                        e.position,
-                        f"{e.tokens_before:,}",
-                        f"{e.tokens_after:,}",
-                        e.groups_dropped,
-                        e.groups_collapsed,
-                        e.groups_summarized,
-                        e.model_calls,
-                        f"{e.seconds * 1000:.1f}",
-                        ", ".join(e.strategies) or "—",
-                    ]
-                    for e in result.events
-                ),
+                ["step", *ReplayEvent.COLUMNS, "strategies"],
+                ([e.step, *e.cells(), ", ".join(e.strategies) or "—"] for e in result.events),
             )
         )
     else:
