@@ -1,0 +1,222 @@
+"""Every ```python block in README.md, docs/*.md and docs/integrations/*.md runs, offline.
+
+Blocks of one page run in order in one namespace (a later block may use what an earlier one
+defined), in a temporary directory holding `run.traj.json` (a real mini-swe-agent run), with
+the names the prose assumes (`messages`, `openai_dicts`, `send`, ...) filled in from real data.
+Top-level ``await`` is allowed. A block that cannot run offline says so right above its fence:
+
+    <!-- not-runnable: needs an OpenAI API key (the offline version: examples/x.py) -->
+
+and is then only compiled. A block known to fail is listed in `KNOWN_FAILURES` with why; it
+runs as a strict xfail, so fixing it makes this test say so.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import inspect
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kompakt
+from data_files import DATA_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES += sorted((ROOT / "docs" / "integrations").glob("*.md"))
+TRAJ = DATA_DIR / "mini-swe-agent" / "django__django-13658.traj.json"
+
+FENCE = re.compile(r"^```python[^\n]*\n(.*?)^```", re.M | re.S)
+MARK = re.compile(r"<!--\s*not-runnable:\s*(.*?)\s*-->\s*$")
+
+KNOWN_FAILURES: dict[str, str] = {
+    # "docs/page.md:LINE": "why it fails (who must fix it)",
+}
+NOT_RUNNABLE: dict[str, str] = {
+    # pages this file's author does not own; their owners may move these into a marker
+    "docs/agent.md:8": "a real OpenAI model needs an API key and network",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    code: str
+    skip: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def _blocks(page: Path) -> list[Block]:
+    text = page.read_text(encoding="utf-8")
+    out = []
+    for m in FENCE.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        before = [s for s in text[: m.start()].rstrip("\n").splitlines()[-2:] if s.strip()]
+        mark = MARK.search(before[-1]) if before else None
+        out.append(Block(page, line, m.group(1), mark.group(1) if mark else None))
+    return out
+
+
+BLOCKS = [b for page in PAGES for b in _blocks(page)]
+
+
+def _namespace(page: Path) -> dict[str, Any]:
+    """The names the docs' prose assumes, built from real data and the frameworks' test models."""
+    from kompakt.models import ScriptedModel
+
+    messages = kompakt.load(TRAJ)
+    compactor = kompakt.Compactor(
+        trigger=kompakt.TokensExceed(6_000),
+        strategy=kompakt.Budgeted(4_000),
+        target=kompakt.TokensBelow(4_000),
+    )
+    extra = PAGE_NAMES[page.name](compactor) if page.name in PAGE_NAMES else {}
+    return {
+        "kompakt": kompakt,
+        "compactor": compactor,
+        "agent": kompakt.Agent(ScriptedModel("Done: the bug is fixed.")),
+        "__name__": "__docs__",
+        "messages": list(messages),
+        "openai_dicts": kompakt.dump(messages, format="openai"),
+        "original": kompakt.dump(messages),
+        "send": lambda rendered: None,
+        "small_model": kompakt.model_from_string("extractive"),
+        "model": ScriptedModel("Done: the bug is fixed."),
+        "tools": [],
+        **extra,
+    }
+
+
+def _conversation() -> list[kompakt.Message]:
+    call = kompakt.ToolCall(id="call_1", name="read_file", arguments='{"path": "a.py"}')
+    return [
+        kompakt.Message.system("You fix failing tests."),
+        kompakt.Message.user("fix the failing test"),
+        kompakt.Message.assistant("", tool_calls=[call]),
+        kompakt.Message.tool("def f(): pass", tool_call_id="call_1"),
+        kompakt.Message.assistant("Fixed a.py."),
+    ]
+
+
+def _langchain(compactor: kompakt.Compactor) -> dict[str, Any]:
+    pytest.importorskip("langchain")
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage
+
+    from kompakt.integrations.langchain import to_langchain
+
+    class Fake(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Fake:
+            return self
+
+    model = Fake(responses=[AIMessage("Fixed a.py.")])
+    return {"model": model, "state": {"messages": to_langchain(_conversation())}}
+
+
+def _pydantic_ai(compactor: kompakt.Compactor) -> dict[str, Any]:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.test import TestModel
+
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return "def f(): pass"
+
+    model = TestModel()
+    result = Agent(model, tools=[read_file]).run_sync("fix the failing test")
+    return {"model": model, "result": result}
+
+
+def _openai_agents(compactor: kompakt.Compactor) -> dict[str, Any]:
+    pytest.importorskip("agents")
+    from agents import Agent, RunConfig, Runner, set_tracing_disabled
+    from agents.testing import ModelStep, ScriptedModel, assistant_message
+
+    from kompakt.integrations.openai_agents import KompaktSession, to_openai_agents
+
+    set_tracing_disabled(True)
+    model = ScriptedModel([ModelStep(output=[assistant_message("Fixed a.py.")])])
+    return {
+        "agent": Agent(name="fixer", model=model),
+        "session": KompaktSession("user-42", compactor=compactor),
+        "Runner": Runner,
+        "RunConfig": RunConfig,
+        "items": to_openai_agents(_conversation()),
+    }
+
+
+def _maf(compactor: kompakt.Compactor) -> dict[str, Any]:
+    pytest.importorskip("agent_framework")
+    from kompakt.integrations.maf import to_maf
+
+    return {"maf_messages": to_maf(_conversation())}
+
+
+PAGE_NAMES = {
+    "langchain.md": _langchain,
+    "pydantic-ai.md": _pydantic_ai,
+    "openai-agents.md": _openai_agents,
+    "maf.md": _maf,
+}
+"""Per page: the framework objects its fragments take as given (`model`, `state`, `items` ...)."""
+
+
+def _run(code: str, ns: dict[str, Any], name: str) -> None:
+    compiled = compile(code, name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    if inspect.CO_COROUTINE & compiled.co_flags:
+        asyncio.run(eval(compiled, ns))  # a block with top-level await
+    else:
+        exec(compiled, ns)
+
+
+@pytest.fixture
+def docs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    if not TRAJ.is_file():
+        pytest.skip(f"transcript not found at {TRAJ}")
+    shutil.copy(TRAJ, tmp_path / "run.traj.json")
+    monkeypatch.chdir(tmp_path)
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "KOMPAKT_MODEL"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+def test_blocks_were_found() -> None:
+    assert len(BLOCKS) >= 20
+    assert {b.page.name for b in BLOCKS} >= {"README.md", "formats.md", "langchain.md"}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block_runs(block: Block, docs_dir: Path, request: pytest.FixtureRequest) -> None:
+    compile(block.code, block.id, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    skip = block.skip or NOT_RUNNABLE.get(block.id)
+    if skip:
+        pytest.skip(f"not runnable offline: {skip}")
+    if block.id in KNOWN_FAILURES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[block.id]))
+    ns = _namespace(block.page)
+    for earlier in _blocks(block.page):  # what the page defined before this block
+        if earlier.line >= block.line:
+            break
+        if earlier.skip is None and earlier.id not in {*KNOWN_FAILURES, *NOT_RUNNABLE}:
+            with contextlib.suppress(Exception):  # its own test reports it
+                _run(earlier.code, ns, earlier.id)
+    _run(block.code, ns, block.id)
+
+
+def test_marked_blocks_give_a_reason() -> None:
+    for block in BLOCKS:
+        if block.skip is not None:
+            assert len(block.skip) > 10, block.id
+    ids = {b.id for b in BLOCKS}
+    assert not {k for k in {*KNOWN_FAILURES, *NOT_RUNNABLE} if k not in ids}, "stale entries"
