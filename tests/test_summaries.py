@@ -360,3 +360,46 @@ def test_concurrent_chunk_gather_is_a_real_gather() -> None:
         return (time.perf_counter() - t0) / max(1, model.calls)
 
     assert asyncio.run(main()) < 0.07
+
+
+# -- the default summarizer from the environment ------------------------------------------
+
+
+def test_env_summarizer_is_the_default_when_none_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", "local:/nonexistent/kompakt-test.gguf")
+    view = View(MessageIndex(conversation(4)))
+    step = asyncio.run(run(Summarize(keep_last=2), view))
+    # the named model was asked (it has no weights here): the digest stood in, saying why
+    assert step.changed and step.fallback is not None
+    assert "local:kompakt-test.gguf" in step.fallback and "extractive digest" in step.fallback
+    assert "m0.py" in summaries(view)[0].text
+
+
+def test_an_explicit_summarizer_wins_over_the_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", "local:/nonexistent/kompakt-test.gguf")
+    view = View(MessageIndex(conversation(4)))
+    model = ScriptedModel(SUMMARY)
+    step = asyncio.run(run(Summarize(keep_last=2), view, summarizer=model))
+    assert model.calls == 1 and step.fallback is None
+    assert summaries(view)[0].text.endswith(SUMMARY)
+    digest_view = View(MessageIndex(conversation(4)))  # the digest strategy never asks one
+    step = asyncio.run(run(ExtractiveDigest(keep_last=2), digest_view))
+    assert step.changed and step.fallback is None and step.model_calls == 0
+
+
+@pytest.mark.parametrize("value", ["", "extractive"])
+def test_unset_or_extractive_env_means_the_digest(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", value)
+    assert kompakt.models.default_summarizer() is None
+    view = View(MessageIndex(conversation(4)))
+    step = asyncio.run(run(Summarize(keep_last=2), view))
+    assert step.changed and step.fallback is None and step.model_calls == 0
+    assert summaries(view)[0].metadata["summarizer"] == "digest"
+
+
+def test_a_bad_env_spec_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", "nonsense:")
+    with pytest.raises(kompakt.ConfigError, match="KOMPAKT_SUMMARIZER"):
+        kompakt.models.default_summarizer()

@@ -15,7 +15,12 @@ from kompakt.models.base import BaseChatModel, ChatModel, ChatResponse, ToolSpec
 from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.local import LocalModel, default_gguf
 from kompakt.models.openai import OpenAIModel
-from kompakt.models.registry import model_from_env, model_from_string, summarizer_from_env
+from kompakt.models.registry import (
+    default_summarizer,
+    model_from_env,
+    model_from_string,
+    summarizer_from_env,
+)
 from kompakt.models.scripted import ScriptedModel, ScriptedRequest
 
 __all__ = [
@@ -31,6 +36,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "default_gguf",
+    "default_summarizer",
     "model_from_env",
     "model_from_string",
     "summarizer_from_env",

@@ -11,7 +11,10 @@ spec                                    model
 ``anthropic:claude-haiku-4-5``          `AnthropicModel` (``ANTHROPIC_API_KEY``)
 ======================================  ==============================================
 
-``KOMPAKT_MODEL`` names the agent's model, ``KOMPAKT_SUMMARIZER`` the summarizer's.
+``KOMPAKT_MODEL`` names the agent's model, ``KOMPAKT_SUMMARIZER`` the summarizer's:
+a summarizing strategy given no summarizer (neither its own nor the compaction's) asks
+the model ``KOMPAKT_SUMMARIZER`` names, else uses the extractive digest
+(`default_summarizer`).
 
 >>> model_from_string("extractive").name
 'extractive'
@@ -28,7 +31,7 @@ from typing import Any
 from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel
 
-__all__ = ["model_from_env", "model_from_string", "summarizer_from_env"]
+__all__ = ["default_summarizer", "model_from_env", "model_from_string", "summarizer_from_env"]
 
 SPEC_FORMS = (
     "extractive",
@@ -81,3 +84,27 @@ def summarizer_from_env(**options: Any) -> ChatModel | None:
     """The summarizer ``KOMPAKT_SUMMARIZER`` names, or None when it is unset."""
     spec = os.environ.get("KOMPAKT_SUMMARIZER")
     return model_from_string(spec, **options) if spec else None
+
+
+_DEFAULTS: dict[str, ChatModel] = {}
+
+
+def default_summarizer() -> ChatModel | None:
+    """The summarizer of a strategy and compaction that name none: the model
+    ``KOMPAKT_SUMMARIZER`` names (built once per spec, so a local model loads once),
+    or None, which means the extractive digest (also for ``extractive``).
+
+    >>> import os
+    >>> os.environ.pop("KOMPAKT_SUMMARIZER", None) and None
+    >>> default_summarizer() is None
+    True
+    """
+    spec = (os.environ.get("KOMPAKT_SUMMARIZER") or "").strip()
+    if not spec or spec.lower() == "extractive":
+        return None
+    if spec not in _DEFAULTS:
+        try:
+            _DEFAULTS[spec] = model_from_string(spec)
+        except ConfigError as exc:
+            raise ConfigError(f"KOMPAKT_SUMMARIZER: {exc}") from None
+    return _DEFAULTS[spec]

@@ -19,6 +19,7 @@ from kompakt.errors import ConfigError
 from kompakt.messages import Message
 from kompakt.models.base import ChatModel, run_sync
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
+from kompakt.models.registry import default_summarizer
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import Trigger, TriggerLike, as_trigger
@@ -164,7 +165,13 @@ class SummarizingStrategy(BaseStrategy):
     # -- producing the text ------------------------------------------------------------
 
     def model_for(self, context: CompactionContext) -> ChatModel | None:
-        return self.summarizer if self.summarizer is not None else context.summarizer
+        """The strategy's summarizer, else the compaction's, else ``KOMPAKT_SUMMARIZER``'s
+        (`default_summarizer`); None means the extractive digest."""
+        if self.summarizer is not None:
+            return self.summarizer
+        if context.summarizer is not None:
+            return context.summarizer
+        return default_summarizer()
 
     def room(self, view: View, context: CompactionContext, span_tokens: int) -> int:
         """Tokens the summary may take: its limit, half the span, what the budget leaves."""
