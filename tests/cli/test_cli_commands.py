@@ -299,3 +299,16 @@ def test_exit_codes_documented_in_docs_cli_md_are_the_ones_used() -> None:
     with pytest.raises(typer.Exit) as info, handled():
         raise RuntimeError("a bug")
     assert info.value.exit_code == EXIT_FAILURE  # batch failures: test_cli_batch.py
+
+
+def test_eval_counts_runs_a_budget_cannot_hold_as_errors_not_as_kept_zero() -> None:
+    eps = str(SWE / "ctf__crypto__eps.traj")  # a 1,545-token system prompt: 20% cannot hold it
+    args = ("eval", eps, str(SMALL), "--budget", "0.2", "--strategies", "budgeted")
+    data = invoke(*args, "--json").json()
+    (row,) = data["rows"]
+    assert (row["errors"], row["runs"]) == (1, 2)
+    assert 0 < row["tokens_kept"] <= 0.2  # pooled over the run that did not fail
+    only_eps = invoke("eval", eps, "--budget", "0.2", "--strategies", "budgeted", "--json")
+    assert only_eps.json()["rows"][0]["tokens_kept"] is None
+    r = invoke(*args)
+    assert r.code == 0 and "1/2" in r.stdout and "cannot hold what must be kept" in r.stdout

@@ -49,6 +49,10 @@ def model_asker(model: ChatModel) -> Asker:
     return ask
 
 
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:.0f}%"
+
+
 def print_eval(result: EvalResult) -> None:
     """The side-by-side table: survival per kind, tokens kept, model cost."""
     t = Table(title="Retention: share still visible at the end of the run", title_justify="left")
@@ -66,14 +70,19 @@ def print_eval(result: EvalResult) -> None:
         t.add_row(
             r.strategy,
             r.budget,
-            *("—" if r.survival[k] is None else f"{r.survival[k] * 100:.0f}%" for k in KINDS),  # type: ignore[operator]
-            f"{r.tokens_kept * 100:.0f}%",
+            *(_pct(r.survival[k]) for k in KINDS),
+            _pct(r.tokens_kept),
             str(r.compactions),
             str(r.model_calls),
             f"{r.summarizer_tokens:,}",
-            str(r.errors) if r.errors else "",
+            f"[red]{r.errors}/{r.runs}[/]" if r.errors else "",
         )
     out_console.print(t)
+    if any(r.errors for r in result.rows()):
+        out_console.print(
+            "[dim]errors: runs whose budget cannot hold what must be kept (system prompt, "
+            "last user message); a row pools only the runs that did not fail.[/]"
+        )
     if any(r.answered is not None for r in result.rows()):
         a = Table(title="Model-answered probes", title_justify="left")
         for col in ("strategy", "budget", "answered"):

@@ -119,15 +119,18 @@ class EvalRow:
     budget: str
     survival: dict[str, float | None]
     """Per kind: share visible at the end (None when no file had that kind)."""
-    tokens_kept: float
-    """Final context over full history, averaged over files."""
+    tokens_kept: float | None
+    """Final context over full history, averaged over files (None when every run failed)."""
     peak_sent: int
     model_calls: int
     summarizer_tokens: int
     compactions: int
     seconds: float
     errors: int
+    """Runs that failed (a budget that cannot hold what must be kept): not pooled."""
     answered: float | None = None
+    runs: int = 0
+    """Runs replayed, failed ones included."""
 
     @property
     def needle_rate(self) -> float | None:
@@ -174,8 +177,7 @@ class EvalResult:
             survival=survival,
             tokens_kept=_mean(
                 [c.result.final_tokens / max(1, c.total_tokens) for c in ok if c.result]
-            )
-            or 0.0,
+            ),
             peak_sent=max((c.result.peak_tokens_sent for c in ok if c.result), default=0),
             model_calls=sum(c.result.model_calls for c in ok if c.result),
             summarizer_tokens=sum(c.result.summarizer_tokens for c in ok if c.result),
@@ -183,6 +185,7 @@ class EvalResult:
             seconds=sum(c.result.seconds for c in ok if c.result),
             errors=len(cells) - len(ok),
             answered=sum(answers) / len(answers) if answers else None,
+            runs=len(cells),
         )
 
     def to_dict(self) -> dict[str, Any]:
