@@ -213,6 +213,23 @@ def test_eval_compares_the_four_strategies_at_three_budgets(tmp_path: Path) -> N
     assert html.count("<svg") >= 4  # three survival charts + context over the run
 
 
+def test_eval_on_the_ten_mini_swe_agent_runs(tmp_path: Path) -> None:
+    files = sorted(str(p) for p in MINI.glob("*.traj.json"))
+    assert len(files) == 10
+    table = run("eval", *files, "--budget", "0.5,0.2,0.1")
+    assert table.code == 0, table.stderr
+    lines = table.stdout.splitlines()
+    for name in ("truncation", "collapse", "budgeted", "digest"):
+        for budget in ("50%", "20%", "10%"):
+            assert any(name in line and f" {budget} " in line for line in lines), (name, budget)
+    data = invoke("eval", *files, "--budget", "0.5,0.2,0.1", "--json").json()
+    assert len(data["cells"]) == 10 * 4 * 3 and len(data["rows"]) == 4 * 3
+    rows = {(x["strategy"], x["budget"]): x for x in data["rows"]}
+    for budget in ("50%", "20%"):  # what the digest is for: planted facts outlive truncation
+        digest, cut = rows[("digest", budget)], rows[("truncation", budget)]
+        assert digest["needle_rate"] > cut["needle_rate"], budget
+
+
 def test_eval_json_numbers_are_consistent() -> None:
     r = invoke(
         "eval", str(SMALL), "--budget", "0.5,0.2", "--strategies", "truncation,budgeted", "--json"
