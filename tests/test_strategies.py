@@ -333,3 +333,58 @@ def test_custom_strategy_example_runs(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "DropFailedTestRuns" in out and "within budget: True" in out
     assert "task kept: Make the test suite pass." in out
+
+
+def _summary_run(turns: int = 12, last_result: int = 60) -> list[Message]:
+    msgs = [Message.system("you are an agent")]
+    for t in range(turns):
+        msgs.append(Message.user(f"turn {t}: fix the bug in src/mod{t}.py " + "please " * 40))
+        lines = last_result if t == turns - 1 else 60
+        msgs += [
+            call(f"c{t}", "bash", command=f"pytest tests/test_mod{t}.py"),
+            result(f"c{t}", big(lines, f"r{t}")),
+        ]
+        msgs.append(Message.assistant(f"The bug in src/mod{t}.py was a typo. " + "ok " * 60))
+    return msgs
+
+
+def test_budgeted_fallback_keeps_the_summary_the_chain_wrote() -> None:
+    from kompakt.compactor import Compactor
+    from kompakt.strategies import ExtractiveDigest
+
+    budget = 1_600
+    msgs = _summary_run()
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    compactor = Compactor(strategy=Budgeted(budget, [ExtractiveDigest(keep_last=4)]))
+    view, event = compactor.compact(index)
+    assert [m.synthetic for m in view.render()].count("summary") == 1
+    assert not event.fallbacks  # the digest alone reached the budget
+    # the agent goes on and a huge result arrives: a chain that cannot reach the budget
+    # hands over to truncation, which must drop originals before the digest's summary
+    grown = [call("c_big", "bash", command="pytest -x"), result("c_big", big(400, "log"))]
+    index.extend([*grown, Message.assistant("The log shows the failure in src/mod11.py.")])
+    ctx = CompactionContext(view)
+    assert Budgeted(budget, [SupersedeReads()]).apply(view, ctx)
+    assert next(s.fallback for s in ctx.steps if s.fallback) == "chain did not reach the budget"
+    out = check_view(view, validity([*msgs, *grown]), budget)
+    assert [m.synthetic for m in out].count("summary") == 1
+    assert sum(CharEstimator().count_message(m) for m in out) <= budget
+
+
+def test_truncation_drops_originals_before_a_summary() -> None:
+    msgs = _summary_run(6)
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    groups = list(view.candidates(2, originals_only=False))[:4]
+    summary = Message.user("[Summary] earlier work", synthetic="summary")
+    view.summarize(groups, summary)
+    before = view.total_tokens
+    run_strategy_sync(Truncation(), view, CompactionContext(view, target=TokensBelow(before - 50)))
+    out = check_view(view, validity(msgs))
+    assert any(m.synthetic == "summary" for m in out)  # originals after it went first
+    run_strategy_sync(Truncation(), view, CompactionContext(view))  # no target: all it may
+    assert not any(m.synthetic == "summary" for m in view.render())  # nothing else was left
+    kept = Truncation(drop_summaries=False)
+    view2 = View(view.index)
+    view2.summarize(groups, summary)
+    run_strategy_sync(kept, view2, CompactionContext(view2))
+    assert any(m.synthetic == "summary" for m in check_view(view2, validity(msgs)))

@@ -32,9 +32,11 @@ class Budgeted(BaseStrategy):
     chain gentlest first, each strategy stopping as soon as the budget holds, and
     the chain stopping there too (`early_stop`). If the chain does not get there:
 
-    1. `Truncation` drops the oldest groups (keeping the newest `min_preserved`);
+    1. `Truncation` drops the oldest groups (keeping the newest `min_preserved`),
+       but not a summary or facts message the chain wrote;
     2. then, down to the protected core: the newest groups' oversized text is
-       clamped and the remaining unprotected groups dropped, oldest first;
+       clamped and the remaining unprotected groups dropped, oldest first, a
+       summary only when nothing else is left;
     3. if system, pinned and memory messages, the last user message and a pending
        call alone exceed the budget, `BudgetImpossible` names each one's tokens
        (with ``strict=False`` the view is left at that core instead).
@@ -97,7 +99,10 @@ class Budgeted(BaseStrategy):
         budget = self.token_budget
         return [
             *((s, None) for s in self.strategies),
-            (Truncation(min_preserved=self.min_preserved), "chain did not reach the budget"),
+            (
+                Truncation(min_preserved=self.min_preserved, drop_summaries=False),
+                "chain did not reach the budget",
+            ),
             (
                 ClampOversized(max_tokens=max(16, budget // 4), min_preserved=0),
                 "clamping the newest groups",

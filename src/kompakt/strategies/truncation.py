@@ -9,6 +9,8 @@ from kompakt.view import View
 
 __all__ = ["Truncation"]
 
+SUMMARY_KINDS = frozenset({"summary", "facts"})
+
 
 class Truncation(BaseStrategy):
     """Drop the oldest groups, one whole group at a time, until the target holds.
@@ -19,10 +21,16 @@ class Truncation(BaseStrategy):
     the newest `min_preserved` groups are never dropped. Without a trigger or target
     (its own or the compaction's) it drops everything it may.
 
+    A summary (or facts) message already in the view is the cheapest record of what
+    went before, so it goes last: original groups and collapsed or clamped notes are
+    dropped first, oldest first, and a summary only when nothing else is left.
+
     Args:
         min_preserved: newest groups left alone.
         trigger: run only when this fires; stop once it no longer does.
         target: stop once this holds (for hysteresis inside a pipeline).
+        drop_summaries: with False, summary and facts messages are never dropped
+            (`Budgeted`'s first fallback keeps them for its last resort).
 
     >>> from kompakt import MessageIndex, Message, TokensExceed, View
     >>> from kompakt.strategies import CompactionContext
@@ -41,21 +49,44 @@ class Truncation(BaseStrategy):
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
         target: TriggerLike | None = None,
+        drop_summaries: bool = True,
     ) -> None:
         check_count("min_preserved", min_preserved)
         self.min_preserved = min_preserved
         self.trigger = optional_trigger(trigger)
         self.target = optional_trigger(target)
+        self.drop_summaries = drop_summaries
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        changed = False
+        summaries: list[int] = []
+        dropped = 0
+        stopped = False
         for g in view.candidates(self.min_preserved, originals_only=False):
             if should_stop(self, view, context):
+                stopped = True
                 break
+            if holds_summary(view, g):
+                summaries.append(g)
+                continue
             view.drop(g)
-            context.note(groups_dropped=1)
-            changed = True
-        return changed
+            dropped += 1
+        if not stopped and self.drop_summaries:
+            for g in summaries:
+                if should_stop(self, view, context):
+                    break
+                view.drop(g)
+                dropped += 1
+        if dropped:
+            context.note(groups_dropped=dropped)
+        return dropped > 0
 
     def __repr__(self) -> str:
         return f"Truncation(min_preserved={self.min_preserved}, trigger={self.trigger!r})"
+
+
+def holds_summary(view: View, group: int) -> bool:
+    """The group sends a summary or facts message (an original one or one a strategy placed)."""
+    if view.index.groups[group].kind == "summary":
+        return True
+    r = view.replacement(group)
+    return bool(r) and any(m.synthetic in SUMMARY_KINDS for m in r)
