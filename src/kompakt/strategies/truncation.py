@@ -89,4 +89,4 @@ def holds_summary(view: View, group: int) -> bool:
     if view.index.groups[group].kind == "summary":
         return True
     r = view.replacement(group)
-    return bool(r) and any(m.synthetic in SUMMARY_KINDS for m in r)
+    return r is not None and any(m.synthetic in SUMMARY_KINDS for m in r)
