@@ -7,10 +7,10 @@ import random
 from pathlib import Path
 
 import pytest
-from clihelp import SMALL, invoke, run
+from clihelp import SMALL, assert_one_line_error, invoke, run
 
 import kompakt
-from kompakt.eval.batch import BatchJob, plan, run_batch
+from kompakt.eval.batch import MANIFEST, BatchJob, plan, run_batch
 from kompakt.index import MessageIndex
 
 
@@ -70,7 +70,7 @@ def _outputs(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes()
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != MANIFEST
     }
 
 
@@ -99,6 +99,16 @@ def test_batch_resumes_and_reports_a_bad_file(tmp_path: Path) -> None:
     summary = json.loads(r.stdout)
     assert (summary["done"], summary["skipped"], summary["failed"]) == (1, 10, 1)
     assert _outputs(out) == first
+
+    # other settings never resume into the same folder: refused, or redone with --force
+    r = invoke("batch", str(src), "-o", str(out), "--budget", "0.3")
+    assert_one_line_error(r, "other settings", "budget", "--force")
+    assert _outputs(out) == first
+    r = invoke("batch", str(src), "-o", str(out), "--budget", "0.3", "--force", "--json")
+    assert json.loads(r.stdout)["done"] == 11
+    smaller = _outputs(out)
+    assert smaller.keys() == first.keys() and smaller != first
+    assert json.loads((out / MANIFEST).read_text())["budget"] == "0.3"
 
 
 @pytest.mark.slow

@@ -14,7 +14,14 @@ from kompakt.cli.errors import EXIT_FAILURE, fail, handled
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES
 from kompakt.cli.replay import ConfigOpt, StrategyOpt, TargetOpt, TokenizerOpt
 from kompakt.errors import ConfigError
-from kompakt.eval.batch import BatchJob, BatchSummary, ItemResult, plan, run_batch
+from kompakt.eval.batch import (
+    BatchJob,
+    BatchSummary,
+    ItemResult,
+    claim_output,
+    plan,
+    run_batch,
+)
 from kompakt.eval.compactors import DEFAULT_TARGET, make_compactor
 
 __all__ = ["batch_command"]
@@ -84,9 +91,10 @@ def batch_command(
     """Compact (or --eval) every transcript under a folder, resumably, in parallel.
 
     Outputs keep each file's relative path and format. A rerun skips outputs that
-    already exist; a file that fails is reported and skipped, never aborting the
-    batch (the exit code is then 1). --ray runs the same work as Ray tasks, with
-    identical outputs; the Ray workers need no shared filesystem.
+    already exist (a rerun with other settings is refused; --force redoes every file);
+    a file that fails is reported and skipped, never aborting the batch (the exit code
+    is then 1). --ray runs the same work as Ray tasks, with identical outputs; the Ray
+    workers need no shared filesystem.
 
     Example: kompakt batch runs/ -o compacted/ --budget 0.3 --workers 4
 
@@ -119,6 +127,7 @@ def batch_command(
         for name in names if evaluate else (() if table else (job.strategy,)):
             make_compactor(name, 1000, target=target)  # unknown names fail before any work
         items = plan(input_dir, output, job)
+        claim_output(output, job, force=force)
         with progress_bar("batch", "files", disable=json_out) as bar:
             task = bar.add_task("batch", total=len(items))
 

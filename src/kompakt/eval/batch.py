@@ -3,8 +3,10 @@
 The work for one file is one pure function, `transform(job, name, text)`, so a local
 process and a Ray task produce byte-identical outputs. Outputs are written through a
 temporary file and a rename, so an interrupted batch leaves no half-written output,
-and a rerun skips every output already there (resumable). A file that fails is
-reported and skipped; the batch never aborts.
+and a rerun skips every output already there (resumable). The job's settings are kept
+in the output folder (`MANIFEST`): a rerun with other settings is refused rather than
+mixing outputs of two setups. A file that fails is reported and skipped; the batch
+never aborts.
 
 With Ray the driver reads each input and writes each output itself, so the Ray
 workers need no shared filesystem: only the text travels.
@@ -31,11 +33,13 @@ from kompakt.eval.documents import render_document, write_atomic
 
 __all__ = [
     "INPUT_SUFFIXES",
+    "MANIFEST",
     "BatchItem",
     "BatchJob",
     "BatchSummary",
     "ItemResult",
     "Transformed",
+    "claim_output",
     "plan",
     "run_batch",
     "transform",
@@ -43,6 +47,8 @@ __all__ = [
 
 INPUT_SUFFIXES = (".json", ".jsonl", ".traj")
 """Files a batch picks up (recursively; hidden files and folders are skipped)."""
+MANIFEST = ".kompakt-batch.json"
+"""The job settings a batch wrote its output folder with (hidden: never an input)."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +198,31 @@ def plan(input_dir: Path, output_dir: Path, job: BatchJob) -> list[BatchItem]:
         relative = rel.as_posix()
         items.append(BatchItem(relative, path, output_dir / job.output_name(relative)))
     return items
+
+
+def claim_output(output_dir: Path, job: BatchJob, *, force: bool = False) -> None:
+    """Record `job` in `output_dir`, or refuse a folder written with other settings
+    (resuming it would mix two setups' outputs); `force` redoes every file anyway."""
+    from kompakt.errors import ConfigError
+
+    path = output_dir / MANIFEST
+    settings = json.loads(json.dumps(asdict(job)))  # tuples as lists, as read back
+    if path.is_file() and not force:
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            before = None
+        if before != settings:
+            changed = sorted(
+                k for k in settings if not isinstance(before, dict) or before.get(k) != settings[k]
+            )
+            raise ConfigError(
+                f"{str(output_dir)!r} holds a batch made with other settings "
+                f"({', '.join(changed) or 'unreadable'} differ): pass --force to redo every "
+                "file, or choose another --output"
+            )
+        return
+    write_atomic(path, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
 def _read(path: Path) -> str:
