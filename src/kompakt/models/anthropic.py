@@ -10,14 +10,20 @@ tool input as JSON), or, when other tools are in play, with a JSON instruction.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kompakt.messages import Message, ToolCall
-from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+from kompakt.messages import ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    ToolSpec,
+    Usage,
+    assistant_response,
+)
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -62,41 +68,31 @@ class AnthropicModel(BaseChatModel):
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.default_max_tokens = default_max_tokens
         self.temperature = temperature
-        self._client: AsyncAnthropic | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
         self.http_client = http_client
 
     def client(self) -> AsyncAnthropic:
         """The SDK client for the running event loop."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            from anthropic import AsyncAnthropic
+        from anthropic import AsyncAnthropic
 
-            self._client = AsyncAnthropic(
+        return self._loop_client(
+            lambda: AsyncAnthropic(
                 api_key=self.api_key,
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=0,
                 http_client=self.http_client,
             )
-            self._client_loop = loop
-        return self._client
+        )
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        messages, tools, response_format = request.messages, request.tools, request.response_format
         from kompakt.formats.anthropic import to_anthropic
 
         doc = to_anthropic(messages, provider=True)
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": doc["messages"],
-            "max_tokens": max_tokens or self.default_max_tokens,
+            "max_tokens": request.max_tokens or self.default_max_tokens,
         }
         system = doc.get("system")
         if self.temperature is not None:  # sent raw: newer SDKs dropped the parameter
@@ -124,10 +120,12 @@ class AnthropicModel(BaseChatModel):
             kwargs["system"] = system
         resp = await self.client().messages.create(**kwargs)
         text, calls = _read(resp.content, forced)
-        message = Message.assistant(
-            text, tool_calls=calls, metadata={"stop_reason": resp.stop_reason, "model": resp.model}
+        return assistant_response(
+            text,
+            Usage(resp.usage.input_tokens, resp.usage.output_tokens),
+            tool_calls=calls,
+            metadata={"stop_reason": resp.stop_reason, "model": resp.model},
         )
-        return ChatResponse(message, Usage(resp.usage.input_tokens, resp.usage.output_tokens))
 
 
 def _tool(t: ToolSpec) -> dict[str, Any]:

@@ -4,13 +4,13 @@ A `ChatModel` takes messages (and optionally tools and a JSON schema for structu
 output) and returns one assistant `Message` with the `Usage` it cost. Adapters
 subclass `BaseChatModel`, which adds a timeout, retries with exponential backoff on
 transient failures (connection errors, timeouts, HTTP 429 and 5xx) and a running
-usage total; they implement only `_request`.
+usage total; they implement only `_request`, which gets one `ChatRequest`.
 
 >>> import asyncio
 >>> from kompakt.messages import Message
 >>> class Echo(BaseChatModel):
-...     async def _request(self, messages, *, tools, response_format, max_tokens):
-...         return ChatResponse(Message.assistant(messages[-1].text), Usage(3, 1))
+...     async def _request(self, request):
+...         return assistant_response(request.messages[-1].text, Usage(3, 1))
 >>> model = Echo(name="echo")
 >>> model.chat_sync([Message.user("hi")]).message.text
 'hi'
@@ -24,19 +24,24 @@ import asyncio
 import concurrent.futures
 import math
 import random
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kompakt.errors import ConfigError, KompaktError, ModelError
-from kompakt.messages import Message
+from kompakt.messages import Message, ToolCall
+from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = [
     "BaseChatModel",
     "ChatModel",
+    "ChatRequest",
     "ChatResponse",
     "ToolSpec",
     "Usage",
+    "assistant_response",
+    "describe_error",
+    "estimate_usage",
     "is_transient",
     "run_sync",
 ]
@@ -95,6 +100,28 @@ class ToolSpec:
     )
     """JSON schema of the arguments object."""
 
+    def as_function(self) -> dict[str, Any]:
+        """The OpenAI function-tool form (also what llama.cpp takes)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One call's arguments, as `BaseChatModel._request` receives them."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] | None = None
+    response_format: Mapping[str, Any] | None = None
+    """A JSON schema the answer's text must match."""
+    max_tokens: int | None = None
+
 
 @dataclass(frozen=True, slots=True)
 class ChatResponse:
@@ -107,6 +134,35 @@ class ChatResponse:
     def text(self) -> str:
         """The answer's text."""
         return self.message.text
+
+
+def assistant_response(
+    text: str,
+    usage: Usage,
+    *,
+    tool_calls: Sequence[ToolCall] = (),
+    metadata: Mapping[str, Any] | None = None,
+) -> ChatResponse:
+    """The response of an adapter: one assistant message and its usage.
+
+    >>> assistant_response("hi", Usage(2, 1)).text
+    'hi'
+    """
+    message = Message.assistant(text, tool_calls=tuple(tool_calls), metadata=dict(metadata or {}))
+    return ChatResponse(message, usage)
+
+
+def estimate_usage(
+    messages: Sequence[Message], answer: str | Message, tokenizer: Tokenizer | None = None
+) -> Usage:
+    """Usage counted locally (a server that reports none, a scripted or extractive model).
+
+    >>> estimate_usage([Message.user("x" * 40)], "y" * 8).output_tokens
+    2
+    """
+    tok = tokenizer or CharEstimator()
+    out = tok.count_text(answer) if isinstance(answer, str) else tok.count_message(answer)
+    return Usage(sum(tok.count_message(m) for m in messages), out)
 
 
 @runtime_checkable
@@ -204,20 +260,24 @@ class BaseChatModel:
         self.max_backoff = max_backoff
         self.total_usage = NO_USAGE
         """Usage summed over every successful call of this model."""
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def name(self) -> str:
         return self._name
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:  # pragma: no cover - abstract
+    async def _request(self, request: ChatRequest) -> ChatResponse:  # pragma: no cover
         raise NotImplementedError
+
+    def _loop_client(self, make: Callable[[], T]) -> T:
+        """The SDK client for the running event loop, made by `make` when there is none
+        yet or the loop changed (an async client is bound to the loop it was made on)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = make()
+            self._client_loop = loop
+        return self._client  # type: ignore[no-any-return]
 
     def _transient(self, exc: BaseException) -> bool:
         """Adapters may widen or narrow what is retried."""
@@ -232,21 +292,17 @@ class BaseChatModel:
         max_tokens: int | None = None,
     ) -> ChatResponse:
         """Ask the model, retrying transient failures; raises `ModelError` at the end."""
+        request = ChatRequest(messages, tools, response_format, max_tokens)
         attempt = 0
         while True:
             try:
                 async with asyncio.timeout(self.timeout):
-                    response = await self._request(
-                        messages,
-                        tools=tools,
-                        response_format=response_format,
-                        max_tokens=max_tokens,
-                    )
+                    response = await self._request(request)
             except KompaktError:  # our own errors (a bad path, a missing extra) say it all
                 raise
             except Exception as exc:
                 if attempt >= self.max_retries or not self._transient(exc):
-                    raise ModelError(f"{self.name}: {_describe(exc)}") from exc
+                    raise ModelError(f"{self.name}: {describe_error(exc, 300)}") from exc
                 await asyncio.sleep(self._delay(attempt))
                 attempt += 1
                 continue
@@ -277,8 +333,14 @@ class BaseChatModel:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
+def describe_error(exc: BaseException, limit: int = 200) -> str:
+    """One line for a failure: "timed out" for a timeout (also one raised as the cause),
+    else its message (or type), cut to `limit` characters.
+
+    >>> describe_error(TimeoutError()), describe_error(ValueError("x" * 9), limit=5)
+    ('timed out', 'xx...')
+    """
+    if isinstance(exc, TimeoutError) or isinstance(exc.__cause__, TimeoutError):
         return "timed out"
     text = str(exc) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

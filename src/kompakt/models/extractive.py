@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from kompakt.messages import Message
-from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    assistant_response,
+    estimate_usage,
+)
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = ["CONCEPT_KEY", "ExtractiveModel"]
@@ -86,17 +91,11 @@ class ExtractiveModel(BaseChatModel):
         self.max_facts = max_facts
         self.tokenizer: Tokenizer = tokenizer or CharEstimator()
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        messages, response_format = request.messages, request.response_format
         from kompakt.strategies.digest import digest, digest_items
 
-        span, previous, limit, concept = self._unpack(messages, max_tokens)
+        span, previous, limit, concept = self._unpack(messages, request.max_tokens)
         if previous:
             span = [Message.user(previous, synthetic="summary"), *span]
         if concept is not None or response_format is not None:
@@ -105,9 +104,7 @@ class ExtractiveModel(BaseChatModel):
             text = json.dumps({"facts": facts}, ensure_ascii=False)
         else:
             text = digest(span, limit, tokenizer=self.tokenizer)
-        count = self.tokenizer.count_message
-        used = sum(count(m) for m in span)
-        return ChatResponse(Message.assistant(text), Usage(used, self.tokenizer.count_text(text)))
+        return assistant_response(text, estimate_usage(span, text, self.tokenizer))
 
     def _unpack(
         self, messages: Sequence[Message], max_tokens: int | None

@@ -15,13 +15,19 @@ import asyncio
 import atexit
 import importlib.util
 import threading
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kompakt.errors import ConfigError, MissingDependency
 from kompakt.messages import Message, ToolCall
-from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+)
+from kompakt.models.openai import json_object_format
 
 __all__ = ["LocalModel", "default_gguf"]
 
@@ -108,44 +114,21 @@ class LocalModel(BaseChatModel):
                 _LOCKS[key] = threading.Lock()
         return _LLAMAS[key]
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
-        return await asyncio.to_thread(self._complete, messages, tools, response_format, max_tokens)
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        return await asyncio.to_thread(self._complete, request)
 
-    def _complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
+    def _complete(self, request: ChatRequest) -> ChatResponse:
         llama = self.llama()
         kwargs: dict[str, Any] = {
-            "messages": [_plain(m) for m in messages],
+            "messages": [_plain(m) for m in request.messages],
             "temperature": self.temperature,
-            "max_tokens": max_tokens,
+            "max_tokens": request.max_tokens,
             "seed": self.seed,
         }
-        if response_format is not None:  # llama.cpp turns the schema into a grammar
-            kwargs["response_format"] = {"type": "json_object", "schema": dict(response_format)}
-        if tools:
-            kwargs["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": dict(t.parameters),
-                    },
-                }
-                for t in tools
-            ]
+        if request.response_format is not None:  # llama.cpp turns the schema into a grammar
+            kwargs["response_format"] = json_object_format(request.response_format)
+        if request.tools:
+            kwargs["tools"] = [t.as_function() for t in request.tools]
         with _LOCKS[(str(self.resolved_path()), self.n_ctx)]:
             out = llama.create_chat_completion(**kwargs)
         choice = out["choices"][0]
@@ -159,13 +142,11 @@ class LocalModel(BaseChatModel):
             for i, c in enumerate(msg.get("tool_calls") or [])
         ]
         usage = out.get("usage") or {}
-        return ChatResponse(
-            Message.assistant(
-                msg.get("content") or "",
-                tool_calls=calls,
-                metadata={"finish_reason": choice.get("finish_reason")},
-            ),
+        return assistant_response(
+            msg.get("content") or "",
             Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            tool_calls=calls,
+            metadata={"finish_reason": choice.get("finish_reason")},
         )
 
 

@@ -12,15 +12,20 @@ schema in the prompt for servers that lack it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kompakt.messages import Message, ToolCall
-from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
-from kompakt.tokens import CharEstimator
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -73,35 +78,24 @@ class OpenAIModel(BaseChatModel):
         """OpenAI's own API wants ``max_completion_tokens``; compatible servers ``max_tokens``."""
         self.json_schema_supported: bool | None = None
         """None until a server answered a schema request; False once it refused one."""
-        self._client: AsyncOpenAI | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
         self.http_client = http_client
 
     def client(self) -> AsyncOpenAI:
         """The SDK client for the running event loop (a client is bound to its loop)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            from openai import AsyncOpenAI
+        from openai import AsyncOpenAI
 
-            key = self.api_key or (_NO_KEY if self.base_url else None)
-            self._client = AsyncOpenAI(
-                api_key=key,
+        return self._loop_client(
+            lambda: AsyncOpenAI(
+                api_key=self.api_key or (_NO_KEY if self.base_url else None),
                 base_url=self.base_url,
                 timeout=self.timeout,
                 max_retries=0,
                 http_client=self.http_client,
             )
-            self._client_loop = loop
-        return self._client
+        )
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        messages, response_format = request.messages, request.response_format
         from openai import APIStatusError
 
         from kompakt.formats.openai import to_openai
@@ -112,10 +106,10 @@ class OpenAIModel(BaseChatModel):
         }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        if max_tokens is not None:
-            kwargs[self.max_tokens_param] = max_tokens
-        if tools:
-            kwargs["tools"] = [_tool(t) for t in tools]
+        if request.max_tokens is not None:
+            kwargs[self.max_tokens_param] = request.max_tokens
+        if request.tools:
+            kwargs["tools"] = [t.as_function() for t in request.tools]
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         if response_format is not None and self.json_schema_supported is not False:
@@ -128,7 +122,7 @@ class OpenAIModel(BaseChatModel):
                 self.json_schema_supported = False
         if response_format is not None:  # the server lacks json_schema: JSON mode + the schema
             # `schema` is llama.cpp's extension (a grammar); other servers ignore it
-            kwargs["response_format"] = {"type": "json_object", "schema": dict(response_format)}
+            kwargs["response_format"] = json_object_format(response_format)
             kwargs["messages"] = [
                 *kwargs["messages"],
                 {"role": "system", "content": _schema_instruction(response_format)},
@@ -138,7 +132,7 @@ class OpenAIModel(BaseChatModel):
     async def _send(self, kwargs: dict[str, Any], messages: Sequence[Message]) -> ChatResponse:
         resp = await self.client().chat.completions.create(**kwargs)
         if not resp.choices:
-            return ChatResponse(Message.assistant(""), _estimate(messages, ""))
+            return assistant_response("", estimate_usage(messages, ""))
         choice = resp.choices[0]
         out = choice.message
         calls = [
@@ -146,23 +140,20 @@ class OpenAIModel(BaseChatModel):
             for c in (out.tool_calls or [])
             if getattr(c, "function", None) is not None
         ]
-        message = Message.assistant(
-            out.content or "",
-            tool_calls=calls,
-            metadata={"finish_reason": choice.finish_reason, "model": resp.model},
+        text = out.content or ""
+        usage = (
+            estimate_usage(messages, text)
+            if resp.usage is None
+            else Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens or 0)
         )
-        if resp.usage is None:
-            return ChatResponse(message, _estimate(messages, message.text))
-        return ChatResponse(
-            message, Usage(resp.usage.prompt_tokens, resp.usage.completion_tokens or 0)
-        )
+        metadata = {"finish_reason": choice.finish_reason, "model": resp.model}
+        return assistant_response(text, usage, tool_calls=calls, metadata=metadata)
 
 
-def _tool(t: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-    }
+def json_object_format(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON mode with the schema attached (llama.cpp turns it into a grammar; other
+    servers ignore it)."""
+    return {"type": "json_object", "schema": dict(schema)}
 
 
 def _json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -176,9 +167,3 @@ def _schema_instruction(schema: Mapping[str, Any]) -> str:
     return "Answer with only a JSON object matching this JSON schema:\n" + json.dumps(
         dict(schema), separators=(",", ":")
     )
-
-
-def _estimate(messages: Sequence[Message], answer: str) -> Usage:
-    """Usage when the server reports none: a character estimate, never nothing."""
-    tok = CharEstimator()
-    return Usage(sum(tok.count_message(m) for m in messages), tok.count_text(answer))

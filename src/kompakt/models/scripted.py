@@ -31,7 +31,14 @@ from typing import Any, TypeAlias
 
 from kompakt.errors import ModelError
 from kompakt.messages import Message
-from kompakt.models.base import BaseChatModel, ChatResponse, ToolSpec, Usage
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    ToolSpec,
+    Usage,
+    estimate_usage,
+)
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = ["ScriptEntry", "ScriptedModel", "ScriptedRequest"]
@@ -115,23 +122,17 @@ class ScriptedModel(BaseChatModel):
         """Input tokens of every request received."""
         return sum(r.input_tokens for r in self.requests)
 
-    async def _request(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None,
-        response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
-    ) -> ChatResponse:
-        input_tokens = sum(self.tokenizer.count_message(m) for m in messages)
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        messages, tools = request.messages, request.tools
+        input_tokens = estimate_usage(messages, "", self.tokenizer).input_tokens
         for t in tools or ():
             input_tokens += self.tokenizer.count_text(t.name + t.description + str(t.parameters))
         self.requests.append(
             ScriptedRequest(
                 messages,
                 tools=tools,
-                response_format=response_format,
-                max_tokens=max_tokens,
+                response_format=request.response_format,
+                max_tokens=request.max_tokens,
                 input_tokens=input_tokens,
             )
         )
