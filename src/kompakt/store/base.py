@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -294,12 +295,18 @@ class StoreBase:
     def compactions(self, session: str) -> list[CompactionRecord]:
         raise NotImplementedError
 
-    def create_session(
-        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
-    ) -> str:
+    def _create(self, session: str, metadata: Mapping[str, Any]) -> None:
+        """Create `session` if missing and merge `metadata` into it, in one transaction."""
         raise NotImplementedError
 
     # -- shared ---------------------------------------------------------------------
+
+    def create_session(
+        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
+    ) -> str:
+        sid = session or uuid.uuid4().hex
+        self._create(sid, metadata or {})
+        return sid
 
     def set_metadata(self, session: str, metadata: Mapping[str, Any]) -> None:
         self.create_session(session, metadata=metadata)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -42,14 +41,10 @@ class MemoryStore(StoreBase):
         self._lock = threading.Lock()
         self._next_record = 1
 
-    def create_session(
-        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
-    ) -> str:
-        sid = session or uuid.uuid4().hex
+    def _create(self, session: str, metadata: Mapping[str, Any]) -> None:
         with self._lock:
-            s = self._sessions.setdefault(sid, _Session(created_at=time.time()))
-            base.merge_metadata(s.metadata, metadata or {})
-        return sid
+            s = self._sessions.setdefault(session, _Session(created_at=time.time()))
+            base.merge_metadata(s.metadata, metadata)
 
     def list_sessions(self) -> list[SessionInfo]:
         with self._lock:

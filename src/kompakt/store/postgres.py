@@ -18,7 +18,6 @@ import json
 import re
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -173,10 +172,7 @@ class PostgresStore(StoreBase):
 
     # -- sessions -------------------------------------------------------------------
 
-    def create_session(
-        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
-    ) -> str:
-        sid = session or uuid.uuid4().hex
+    def _create(self, sid: str, metadata: Mapping[str, Any]) -> None:
         with self._tx() as conn:
             self._ensure_session(conn, sid)
             if metadata:
@@ -188,7 +184,6 @@ class PostgresStore(StoreBase):
                     f"UPDATE {self._t('sessions')} SET metadata = %s WHERE id = %s",
                     (json.dumps(current, default=str), sid),
                 )
-        return sid
 
     def _ensure_session(self, conn: Any, sid: str) -> None:
         conn.execute(

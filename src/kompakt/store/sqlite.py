@@ -25,7 +25,6 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -152,15 +151,11 @@ class SQLiteStore(StoreBase):
 
     # -- sessions -------------------------------------------------------------------
 
-    def create_session(
-        self, session: str | None = None, *, metadata: Mapping[str, Any] | None = None
-    ) -> str:
-        sid = session or uuid.uuid4().hex
+    def _create(self, session: str, metadata: Mapping[str, Any]) -> None:
         with self._tx() as conn:
-            _ensure_session(conn, sid)
+            _ensure_session(conn, session)
             if metadata:
-                _merge_metadata(conn, sid, metadata)
-        return sid
+                _merge_metadata(conn, session, metadata)
 
     def list_sessions(self) -> list[SessionInfo]:
         rows = self._read(
