@@ -105,7 +105,9 @@ class MessageIndex:
 
     def append(self, message: Message) -> Message:
         """Add one message; returns it as stored (its id made unique if needed)."""
-        message = self._unique(message)
+        positions = self._positions
+        if message.id in positions:
+            message = self._unique(message)
         pos = len(self._messages)
         tokens = self.tokenizer.count_message(message)
         chars = message.char_count
@@ -118,14 +120,15 @@ class MessageIndex:
         self._messages.append(message)
         self._tokens.append(tokens)
         self._group_of.append(group.index)
-        self._positions[message.id] = pos
+        positions[message.id] = pos
         self.total_tokens += tokens
         self.total_chars += chars
         return message
 
     def extend(self, messages: Iterable[Message]) -> list[Message]:
         """Append several messages; returns them as stored."""
-        return [self.append(m) for m in messages]
+        append = self.append
+        return [append(m) for m in messages]
 
     def _unique(self, message: Message) -> Message:
         if message.id not in self._positions:

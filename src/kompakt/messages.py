@@ -192,7 +192,8 @@ class Message:
     @property
     def char_count(self) -> int:
         """Characters of text, tool-call names and arguments (what a char estimate sees)."""
-        n = sum(len(p.text) for p in self.content)
+        content = self.content
+        n = len(content[0].text) if len(content) == 1 else sum(len(p.text) for p in content)
         for c in self.tool_calls:
             n += len(c.name) + len(c.arguments)
         return n
@@ -223,22 +224,22 @@ def _text_parts(text: str) -> tuple[Part, ...]:
 
 
 def _digest(m: Message) -> str:
-    h = hashlib.sha1(m.role.encode(), usedforsecurity=False)
-    for p in m.content:
-        h.update(b"\x00p")
-        h.update(p.kind.encode())
-        h.update(p.text.encode("utf-8", "surrogatepass"))
-        if p.kind != "text":
-            h.update(json.dumps(p.data, sort_keys=True, default=str).encode())
+    # One join and one hash call: the same bytes (and so the same digest) as feeding
+    # each field to the hash in turn, at a fraction of the calls.
+    content = m.content
+    if len(content) == 1 and content[0].kind == "text":
+        pieces = [m.role, "\x00ptext", content[0].text]
+    else:
+        pieces = [m.role]
+        for p in content:
+            pieces += ("\x00p", p.kind, p.text)
+            if p.kind != "text":
+                pieces.append(json.dumps(p.data, sort_keys=True, default=str))
     for c in m.tool_calls:
-        h.update(b"\x00c")
-        h.update(c.id.encode())
-        h.update(c.name.encode())
-        h.update(c.arguments.encode("utf-8", "surrogatepass"))
+        pieces += ("\x00c", c.id, c.name, c.arguments)
     if m.tool_call_id is not None:
-        h.update(b"\x00r")
-        h.update(m.tool_call_id.encode())
+        pieces += ("\x00r", m.tool_call_id)
     if m.synthetic:
-        h.update(b"\x00s" + m.synthetic.encode())
-        h.update("\x01".join(m.covers).encode())
-    return h.hexdigest()
+        pieces += ("\x00s", m.synthetic, "\x01".join(m.covers))
+    data = "".join(pieces).encode("utf-8", "surrogatepass")
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()

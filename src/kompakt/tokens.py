@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,7 +65,8 @@ class BaseTokenizer:
     """
 
     def __init__(self) -> None:
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        # a plain dict (insertion-ordered, faster than OrderedDict); the oldest entry goes first
+        self._cache: dict[str, int] = {}
 
     def count_text(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -76,19 +76,26 @@ class BaseTokenizer:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        n = self._count(message)
+        cache = self._cache
+        cache[key] = n
+        if len(cache) > _CACHE_SIZE:
+            del cache[next(iter(cache))]
+        return n
+
+    def _count(self, message: Message) -> int:
+        """Tokens of the message, overheads included (uncached)."""
+        count_text = self.count_text
         n = MESSAGE_OVERHEAD
         for part in message.content:
             if part.kind == "text":
-                n += self.count_text(part.text)
+                n += count_text(part.text)
             elif part.kind == "image":
                 n += IMAGE_TOKENS
             else:
-                n += FILE_TOKENS + self.count_text(part.text)
+                n += FILE_TOKENS + count_text(part.text)
         for call in message.tool_calls:
-            n += TOOL_CALL_OVERHEAD + self.count_text(call.name) + self.count_text(call.arguments)
-        self._cache[key] = n
-        if len(self._cache) > _CACHE_SIZE:
-            self._cache.popitem(last=False)
+            n += TOOL_CALL_OVERHEAD + count_text(call.name) + count_text(call.arguments)
         return n
 
 
@@ -111,6 +118,26 @@ class CharEstimator(BaseTokenizer):
         if chars_per_token <= 0:
             raise ConfigError(f"`chars_per_token` must be > 0, got {chars_per_token!r}")
         self.chars_per_token = chars_per_token
+        self._direct = type(self).count_text is CharEstimator.count_text
+
+    def count_message(self, message: Message) -> int:
+        # Counting ASCII text is cheaper than a cache lookup: no cache on the common path
+        # (unless a subclass counts text its own way).
+        if not self._direct:
+            return super().count_message(message)
+        cpt = self.chars_per_token
+        n = MESSAGE_OVERHEAD
+        for part in message.content:
+            text = part.text
+            if part.kind != "text" or not text.isascii():
+                return super().count_message(message)
+            n += _ceil(len(text) / cpt)
+        for call in message.tool_calls:
+            name, args = call.name, call.arguments
+            if not (name.isascii() and args.isascii()):
+                return super().count_message(message)
+            n += TOOL_CALL_OVERHEAD + _ceil(len(name) / cpt) + _ceil(len(args) / cpt)
+        return n
 
     def count_text(self, text: str) -> int:
         if not text:
