@@ -19,8 +19,10 @@ from clihelp import (
 )
 
 import kompakt
+from data_files import TRANSCRIPTS
 from kompakt.index import MessageIndex
 from kompakt.tokens import CharEstimator
+from kompakt.validation import find_problems
 
 pytestmark = pytest.mark.skipif(not SMALL.is_file(), reason=f"transcripts missing: {SMALL}")
 
@@ -329,3 +331,29 @@ def test_eval_counts_runs_a_budget_cannot_hold_as_errors_not_as_kept_zero() -> N
     assert only_eps.json()["rows"][0]["tokens_kept"] is None
     r = invoke(*args)
     assert r.code == 0 and "1/2" in r.stdout and "cannot hold what must be kept" in r.stdout
+
+
+# -- every real transcript: no crash, one-line errors only for impossible budgets ------
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name[:40])
+def test_every_transcript_through_inspect_replay_and_compact(path: Path, tmp_path: Path) -> None:
+    info = invoke("inspect", str(path), "--json")
+    assert info.code == 0, info.stderr
+    total = info.json()["tokens"]
+    for budget in ("0.5", "0.2", "0.05"):
+        replayed = invoke("replay", str(path), "--budget", budget, "--json")
+        out = tmp_path / f"{budget}{''.join(path.suffixes)}"
+        compacted = invoke("compact", str(path), "--budget", budget, "-o", str(out))
+        for r in (replayed, compacted):
+            if r.code != 0:  # only a budget below what must be kept may refuse
+                assert_one_line_error(r, "cannot hold what must be kept")
+        if compacted.code == 0:
+            conv = kompakt.load(out)
+            assert conv.format == kompakt.load(path).format
+            assert MessageIndex(conv).total_tokens <= int(total * float(budget))
+            had = {p.rule for p in find_problems(kompakt.load(path))}  # recorded quirks stay
+            assert {p.rule for p in find_problems(conv)} <= had
+        if replayed.code == 0:
+            data = replayed.json()
+            assert all(s["tokens_sent"] <= data["budget"] for s in data["steps"])
