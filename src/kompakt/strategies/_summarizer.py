@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from kompakt.errors import ConfigError
 from kompakt.messages import Message
-from kompakt.models.base import ChatModel, run_sync
+from kompakt.models.base import ChatModel, ChatResponse, describe_error, run_sync
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
 from kompakt.models.registry import default_summarizer
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
@@ -96,13 +96,9 @@ class SummarizingStrategy(BaseStrategy):
         rolling: bool = True,
         trigger: TriggerLike | None = None,
     ) -> None:
-        for name, value, low in (
-            ("keep_last", keep_last, 0),
-            ("max_summary_tokens", max_summary_tokens, 16),
-            ("max_input_tokens", max_input_tokens, 256),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"`{name}` must be an int >= {low}, got {value!r}")
+        positive_int("keep_last", keep_last, low=0)
+        positive_int("max_summary_tokens", max_summary_tokens, low=16)
+        positive_int("max_input_tokens", max_input_tokens, low=256)
         if timeout is not None and timeout <= 0:
             raise ConfigError(f"`timeout` must be > 0 or None, got {timeout!r}")
         self.keep_last = keep_last
@@ -143,7 +139,7 @@ class SummarizingStrategy(BaseStrategy):
             if any(m.is_protected for m in rendered):  # a memory (facts) note stays
                 continue
             span.groups.append(g)
-            span.tokens += _tokens(view, g)
+            span.tokens += rendered_tokens(view, g)
             for m in rendered:
                 if m.synthetic == "summary":
                     span.previous.append(m)
@@ -188,8 +184,6 @@ class SummarizingStrategy(BaseStrategy):
         previous: str,
         limit: int,
         *,
-        instruction: str | None = None,
-        template: str | None = None,
         merge: bool = True,
     ) -> str:
         """The summary text of `messages` (given `previous`), falling back on failure."""
@@ -198,11 +192,9 @@ class SummarizingStrategy(BaseStrategy):
         if model is None:
             return _digest_of(messages, previous, limit, tok)
         try:
-            return await self._ask_all(
-                model, context, messages, previous, limit, instruction, template, merge
-            )
+            return await self._ask_all(model, context, messages, previous, limit, merge)
         except Exception as exc:  # any failure of the model falls back, never breaks
-            reason = _reason(exc)
+            reason = describe_error(exc)
         try:
             text = _digest_of(messages, previous, limit, tok)
             note_fallback(context, f"{model.name}: {reason}; used the extractive digest")
@@ -218,8 +210,6 @@ class SummarizingStrategy(BaseStrategy):
         messages: Sequence[Message],
         previous: str,
         limit: int,
-        instruction: str | None,
-        template: str | None,
         merge: bool,
     ) -> str:
         """Merge mode folds every chunk into the previous summary; accumulate mode
@@ -229,25 +219,12 @@ class SummarizingStrategy(BaseStrategy):
         if merge or not previous:
             text = previous
             for chunk in chunks:
-                text = await self.ask(
-                    model, context, chunk, text, limit, instruction=instruction, template=template
-                )
+                text = await self.ask(model, context, chunk, text, limit)
             return text
         room = max(16, limit - tok.count_text(previous))
-        new = await self.ask(
-            model,
-            context,
-            chunks[0],
-            previous,
-            room,
-            instruction=instruction,
-            template=template,
-            merge=False,
-        )
+        new = await self.ask(model, context, chunks[0], previous, room, merge=False)
         for chunk in chunks[1:]:
-            new = await self.ask(
-                model, context, chunk, new, room, instruction=instruction, template=template
-            )
+            new = await self.ask(model, context, chunk, new, room)
         return f"{previous}\n\n{new}"
 
     def bounded_chunks(
@@ -276,8 +253,6 @@ class SummarizingStrategy(BaseStrategy):
         previous: str,
         limit: int,
         *,
-        instruction: str | None = None,
-        template: str | None = None,
         merge: bool = True,
     ) -> str:
         """One model call, checked: raises `Rejected` for an unusable answer.
@@ -285,16 +260,8 @@ class SummarizingStrategy(BaseStrategy):
         With `merge` the answer replaces `previous`; without, it adds to it.
         """
         tok = context.view.index.tokenizer
-        request = self.build_request(
-            messages, previous, limit, instruction=instruction, template=template, merge=merge
-        )
-        context.note(model_calls=1)
-        async with asyncio.timeout(self.timeout):
-            response = await model.chat(request, max_tokens=limit + 16)
-        context.note(
-            model_input_tokens=response.usage.input_tokens,
-            model_output_tokens=response.usage.output_tokens,
-        )
+        request = self.build_request(messages, previous, limit, merge=merge)
+        response = await self.call(model, context, request, max_tokens=limit + 16)
         text = strip_header(response.message.text.strip())
         if not text:
             raise Rejected("empty answer")
@@ -303,22 +270,37 @@ class SummarizingStrategy(BaseStrategy):
             raise Rejected(f"answer too long ({size} tokens, limit {limit})")
         return text
 
-    def build_request(
+    async def call(
         self,
-        messages: Sequence[Message],
-        previous: str,
-        limit: int,
+        model: ChatModel,
+        context: CompactionContext,
+        request: Sequence[Message],
         *,
-        instruction: str | None = None,
-        template: str | None = None,
-        merge: bool = True,
+        count: bool = True,
+        **options: Any,
+    ) -> ChatResponse:
+        """One model call within `timeout`, counted on the running step (unless the
+        model-free stand-in answers: `count` False)."""
+        if count:
+            context.note(model_calls=1)
+        async with asyncio.timeout(self.timeout):
+            response = await model.chat(request, **options)
+        if count:
+            context.note(
+                model_input_tokens=response.usage.input_tokens,
+                model_output_tokens=response.usage.output_tokens,
+            )
+        return response
+
+    def build_request(
+        self, messages: Sequence[Message], previous: str, limit: int, *, merge: bool = True
     ) -> list[Message]:
         """The system prompt and one user message fencing the data."""
         parts: list[str] = []
         if previous:
             parts.append(f"<previous_summary>\n{fence(previous)}\n</previous_summary>")
         parts.append(render_transcript(messages))
-        ask = self.prompt or instruction or self.instruction
+        ask = self.prompt or self.instruction
         if previous and merge:
             ask += " Merge the previous summary and the transcript into one updated summary."
         elif previous:
@@ -327,9 +309,8 @@ class SummarizingStrategy(BaseStrategy):
                 "the transcript adds."
             )
         parts.append(ask)
-        shape = self.template if template is None else template
-        if shape and not self.prompt:
-            parts.append(shape)
+        if self.template and not self.prompt:
+            parts.append(self.template)
         parts.append(f"Write at most about {limit} tokens. Answer with the summary only.")
         user = Message.user(
             "\n\n".join(parts),
@@ -339,17 +320,21 @@ class SummarizingStrategy(BaseStrategy):
 
     # -- placing -----------------------------------------------------------------------
 
-    def summary_message(self, text: str, covered: int, *, model: str, kind: str) -> Message:
-        """The user-role note that stands in for the span."""
+    def header(self, what: str, covered: int) -> str:
+        """The first line of a note: what it is, what it replaces, how to recall originals."""
         where = (
             f"; call the `{self.recall_tool}` tool with a message id to read an original"
             if self.recall_tool
             else " and can be recalled"
         )
-        header = (
-            f"[Summary of {covered} earlier messages, replaced to fit the context window. "
+        return (
+            f"[{what} {covered} earlier messages, replaced to fit the context window. "
             f"The originals are kept{where}.]"
         )
+
+    def summary_message(self, text: str, covered: int, *, model: str, kind: str) -> Message:
+        """The user-role note that stands in for the span."""
+        header = self.header("Summary of", covered)
         return Message.user(
             f"{header}\n{text}" if text else header,
             synthetic="summary",
@@ -366,7 +351,7 @@ class SummarizingStrategy(BaseStrategy):
         msg = self.summary_message(
             text, covered, model=model.name if model else "digest", kind=self.name
         )
-        now = sum(_tokens(view, g) for g in groups)
+        now = sum(rendered_tokens(view, g) for g in groups)
         if view.index.tokenizer.count_message(msg) >= now:
             context.note(detail=f"{self.name}: the summary would not be smaller than its span")
             return None
@@ -405,6 +390,12 @@ class SummarizingStrategy(BaseStrategy):
 # -- helpers ---------------------------------------------------------------------------
 
 
+def positive_int(name: str, value: object, *, low: int = 1) -> None:
+    """Raise `ConfigError` naming the parameter unless `value` is an int >= `low`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"`{name}` must be an int >= {low}, got {value!r}")
+
+
 def note_fallback(context: CompactionContext, reason: str) -> None:
     """Record a fallback on the running step, after any recorded before (chunks and
     concepts fail independently)."""
@@ -423,7 +414,8 @@ def run_now(coro: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a model-free summary tried to await")  # pragma: no cover
 
 
-def _tokens(view: View, g: int) -> int:
+def rendered_tokens(view: View, g: int) -> int:
+    """What group `g` costs in the view now (its replacement's tokens when replaced)."""
     r = view.replacement(g)
     if r is None:
         return view.index.groups[g].tokens
@@ -435,13 +427,6 @@ def _digest_of(messages: Sequence[Message], previous: str, limit: int, tok: Toke
 
     prior = [Message.user(previous, synthetic="summary")] if previous else []
     return digest([*prior, *messages], max_tokens=max(limit, 0), tokenizer=tok)
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError) or isinstance(exc.__cause__, TimeoutError):
-        return "timed out"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def strip_header(text: str) -> str:
@@ -498,6 +483,8 @@ __all__ = [
     "clamp_message",
     "fence",
     "note_fallback",
+    "positive_int",
     "render_transcript",
+    "rendered_tokens",
     "strip_header",
 ]

@@ -42,14 +42,16 @@ from pydantic import BaseModel, ValidationError
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.models.base import ChatModel, run_sync
+from kompakt.models.base import ChatModel, describe_error, run_sync
 from kompakt.models.extractive import CONCEPT_KEY, LIMIT_KEY, SPAN_KEY, ExtractiveModel
 from kompakt.strategies._summarizer import (
     Rejected,
     SummarizingStrategy,
     fence,
     note_fallback,
+    positive_int,
     render_transcript,
+    rendered_tokens,
     strip_header,
 )
 from kompakt.strategies.base import CompactionContext
@@ -187,8 +189,7 @@ class FactRetrieval(SummarizingStrategy):
         trigger: TriggerLike | None = None,
     ) -> None:
         concepts = tuple(concepts)
-        if max_concurrency < 1:
-            raise ConfigError(f"`max_concurrency` must be >= 1, got {max_concurrency!r}")
+        positive_int("max_concurrency", max_concurrency)
         if not concepts:
             raise ConfigError("`concepts` must name at least one Concept")
         keywords = [c.keyword for c in concepts]
@@ -285,7 +286,7 @@ class FactRetrieval(SummarizingStrategy):
         groups = sorted({*old, *span.all_groups, *self._covered(view, old)})
         limit = self.max_summary_tokens
         if context.budget is not None:  # the memory note must leave the budget reachable
-            rest = view.total_tokens - sum(_rendered_tokens(view, g) for g in groups)
+            rest = view.total_tokens - sum(rendered_tokens(view, g) for g in groups)
             limit = max(16, min(limit, context.budget - rest - 40))
         text = self.render_facts(state.facts, extra, view, limit)
         msg = self.facts_message(text, state, sum(view.index.groups[g].size for g in groups))
@@ -331,23 +332,20 @@ class FactRetrieval(SummarizingStrategy):
                 ]
                 return self.parse(await self._call(model, context, repair, count), concept)
         except Exception as exc:  # a failed concept keeps its facts; the span is digested
-            note_fallback(context, f"{concept.keyword}: {_reason(exc)}")
+            note_fallback(context, f"{concept.keyword}: {describe_error(exc)}")
             return None
 
     async def _call(
         self, model: ChatModel, context: CompactionContext, request: list[Message], count: bool
     ) -> str:
-        if count:
-            context.note(model_calls=1)
-        async with asyncio.timeout(self.timeout):
-            response = await model.chat(
-                request, response_format=ANSWER_SCHEMA, max_tokens=self.max_answer_tokens
-            )
-        if count:
-            context.note(
-                model_input_tokens=response.usage.input_tokens,
-                model_output_tokens=response.usage.output_tokens,
-            )
+        response = await self.call(
+            model,
+            context,
+            request,
+            count=count,
+            response_format=ANSWER_SCHEMA,
+            max_tokens=self.max_answer_tokens,
+        )
         return response.message.text
 
     def build_question(
@@ -439,17 +437,8 @@ class FactRetrieval(SummarizingStrategy):
                 return clamp_tokens(text, limit, tok)
 
     def facts_message(self, text: str, state: _State, covered: int) -> Message:
-        where = (
-            f"; call the `{self.recall_tool}` tool with a message id to read an original"
-            if self.recall_tool
-            else " and can be recalled"
-        )
-        header = (
-            f"[Facts kept from {covered} earlier messages, replaced to fit the context "
-            f"window. The originals are kept{where}.]"
-        )
         return Message.user(
-            f"{header}\n{text}",
+            f"{self.header('Facts kept from', covered)}\n{text}",
             synthetic="facts",
             memory=True,
             metadata={
@@ -472,19 +461,5 @@ def _render(concepts: Sequence[Concept], facts: dict[str, list[str]], extra: str
     return "\n".join(out)
 
 
-def _rendered_tokens(view: View, g: int) -> int:
-    r = view.replacement(g)
-    if r is None:
-        return view.index.groups[g].tokens
-    return sum(view.index.tokenizer.count_message(m) for m in r)
-
-
 def _norm(text: str) -> str:
     return " ".join(text.lower().split()).rstrip(".")
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."

@@ -30,7 +30,7 @@ False
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import Literal, TypedDict, Unpack
 
 from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel
@@ -38,13 +38,25 @@ from kompakt.strategies._summarizer import (
     DEFAULT_TEMPLATE,
     Span,
     SummarizingStrategy,
+    positive_int,
     strip_header,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
-__all__ = ["DEFAULT_TEMPLATE", "Chunked", "FromLastN", "Summarize", "WholeHistory"]
+__all__ = ["DEFAULT_TEMPLATE", "Chunked", "FromLastN", "Summarize", "SummaryLimits", "WholeHistory"]
+
+
+class SummaryLimits(TypedDict, total=False):
+    """The keyword options every summarizing strategy of this module shares (see
+    `Summarize` for what each means)."""
+
+    max_summary_tokens: int
+    max_input_tokens: int
+    timeout: float | None
+    recall_tool: str | None
+    trigger: TriggerLike | None
 
 
 class _ModelStrategy(SummarizingStrategy):
@@ -106,12 +118,8 @@ class Summarize(_ModelStrategy):
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
         *,
-        max_summary_tokens: int = 800,
-        max_input_tokens: int = 8_000,
-        timeout: float | None = 120.0,
-        recall_tool: str | None = None,
         rolling: bool = True,
-        trigger: TriggerLike | None = None,
+        **limits: Unpack[SummaryLimits],
     ) -> None:
         if mode not in ("accumulate", "replace"):
             raise ConfigError(f"`mode` must be 'accumulate' or 'replace', got {mode!r}")
@@ -120,12 +128,8 @@ class Summarize(_ModelStrategy):
             summarizer=summarizer,
             prompt=prompt,
             template=template,
-            max_summary_tokens=max_summary_tokens,
-            max_input_tokens=max_input_tokens,
-            timeout=timeout,
-            recall_tool=recall_tool,
             rolling=rolling,
-            trigger=trigger,
+            **limits,
         )
         self.mode = mode
 
@@ -160,24 +164,16 @@ class WholeHistory(_ModelStrategy):
         keep_first_user: bool = True,
         prompt: str | None = None,
         template: str | None = None,
-        max_summary_tokens: int = 800,
-        max_input_tokens: int = 8_000,
-        timeout: float | None = 120.0,
-        recall_tool: str | None = None,
         rolling: bool = True,
-        trigger: TriggerLike | None = None,
+        **limits: Unpack[SummaryLimits],
     ) -> None:
         super().__init__(
             keep_last=keep_last,
             summarizer=summarizer,
             prompt=prompt,
             template=template,
-            max_summary_tokens=max_summary_tokens,
-            max_input_tokens=max_input_tokens,
-            timeout=timeout,
-            recall_tool=recall_tool,
             rolling=rolling,
-            trigger=trigger,
+            **limits,
         )
         self.keep_first_user = keep_first_user
 
@@ -214,24 +210,11 @@ class FromLastN(_ModelStrategy):
         keep_last: int = DEFAULT_MIN_PRESERVED,
         prompt: str | None = None,
         template: str | None = None,
-        max_summary_tokens: int = 800,
-        max_input_tokens: int = 8_000,
-        timeout: float | None = 120.0,
-        recall_tool: str | None = None,
-        trigger: TriggerLike | None = None,
+        **limits: Unpack[SummaryLimits],
     ) -> None:
-        if not isinstance(n, int) or n < 1:
-            raise ConfigError(f"`n` must be an int >= 1, got {n!r}")
+        positive_int("n", n)
         super().__init__(
-            keep_last=keep_last,
-            summarizer=summarizer,
-            prompt=prompt,
-            template=template,
-            max_summary_tokens=max_summary_tokens,
-            max_input_tokens=max_input_tokens,
-            timeout=timeout,
-            recall_tool=recall_tool,
-            trigger=trigger,
+            keep_last=keep_last, summarizer=summarizer, prompt=prompt, template=template, **limits
         )
         self.n = n
 
@@ -280,26 +263,13 @@ class Chunked(_ModelStrategy):
         max_concurrency: int = 8,
         prompt: str | None = None,
         template: str | None = None,
-        max_summary_tokens: int = 400,
-        max_input_tokens: int = 8_000,
-        timeout: float | None = 120.0,
-        recall_tool: str | None = None,
-        trigger: TriggerLike | None = None,
+        **limits: Unpack[SummaryLimits],
     ) -> None:
-        if not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ConfigError(f"`chunk_size` must be an int >= 1, got {chunk_size!r}")
-        if max_concurrency < 1:
-            raise ConfigError(f"`max_concurrency` must be >= 1, got {max_concurrency!r}")
+        positive_int("chunk_size", chunk_size)
+        positive_int("max_concurrency", max_concurrency)
+        limits.setdefault("max_summary_tokens", 400)  # one of several summaries: smaller
         super().__init__(
-            keep_last=keep_last,
-            summarizer=summarizer,
-            prompt=prompt,
-            template=template,
-            max_summary_tokens=max_summary_tokens,
-            max_input_tokens=max_input_tokens,
-            timeout=timeout,
-            recall_tool=recall_tool,
-            trigger=trigger,
+            keep_last=keep_last, summarizer=summarizer, prompt=prompt, template=template, **limits
         )
         self.chunk_size = chunk_size
         self.max_concurrency = max_concurrency
