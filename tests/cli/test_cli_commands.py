@@ -284,7 +284,9 @@ def test_bad_input_batch_and_usage_errors(tmp_path: Path) -> None:
     assert_one_line_error(run("replay", str(SMALL), "--bogus"), "--bogus")
     assert_one_line_error(run("compact", str(SMALL)), "--budget is required")
     assert_one_line_error(run("replay", str(SMALL), "--budget", "100", "--strategy", "zzz"), "zzz")
-    assert_one_line_error(run("replay", str(SMALL), "--budget", "10"), "cannot hold")
+    assert_one_line_error(
+        run("replay", str(SMALL), "--budget", "10"), "cannot hold", " at message "
+    )
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

@@ -110,9 +110,11 @@ def budget_error(exc: BudgetImpossible, budget: int | None, target: float) -> Co
     given = (
         f"--budget {budget:,} x --target {target:g} = {exc.budget:,}" if budget else "the budget"
     )
+    position = getattr(exc, "position", None)  # set by a replay
+    where = f" at message {position:,} of the run" if isinstance(position, int) else ""
     return ConfigError(
-        f"{given} tokens cannot hold what must be kept: {exc.required:,} tokens ({parts}); "
-        "raise --budget or --target"
+        f"{given} tokens cannot hold what must be kept{where}: {exc.required:,} tokens "
+        f"({parts}); raise --budget or --target"
     )
 
 

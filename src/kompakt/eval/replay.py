@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from kompakt.errors import BudgetImpossible
 from kompakt.eval.probes import (
     ARTIFACT_KINDS,
     Artifact,
@@ -385,7 +386,11 @@ def replay(
         if index.message_count and compactor.check(view if view is not None else index):
             before = view.copy() if view is not None else None
             tc = time.perf_counter()
-            view, raw = compactor.compact(index)
+            try:
+                view, raw = compactor.compact(index)
+            except BudgetImpossible as exc:
+                exc.position = index.message_count  # type: ignore[attr-defined]
+                raise
             seconds = time.perf_counter() - tc
             if getattr(raw, "changed", True) is False:  # skip the O(groups) diff of a no-op
                 ineffective += 1
