@@ -129,9 +129,9 @@ class CharEstimator(BaseTokenizer):
         n = MESSAGE_OVERHEAD
         for part in message.content:
             text = part.text
-            if part.kind != "text" or not text.isascii():
+            if part.kind != "text" or (not text.isascii() and len(text) > _DIRECT_LIMIT):
                 return super().count_message(message)
-            n += _ceil(len(text) / cpt)
+            n += _ceil(len(text) / cpt) if text.isascii() else self.count_text(text)
         for call in message.tool_calls:
             name, args = call.name, call.arguments
             if not (name.isascii() and args.isascii()):
@@ -147,16 +147,17 @@ class CharEstimator(BaseTokenizer):
         rare = _NOT_LATIN.findall(text)  # only non-Latin characters need the slow loop
         latin = len(text) - len(rare)
         wide = other = 0
+        classes = _CLASSES
         for ch in rare:
-            o = ord(ch)
-            if o < 0x250:
+            c = classes.get(ch)
+            if c is None:
+                c = classes[ch] = _classify(ch)
+            if c == 0:
                 latin += 1
-            elif _is_wide(o):
+            elif c == 1:
                 wide += 1
-            elif unicodedata.category(ch)[0] == "L":
-                other += 1
             else:
-                latin += 1
+                other += 1
         return _ceil(latin / self.chars_per_token + other / 2) + wide
 
     def __repr__(self) -> str:
@@ -164,6 +165,19 @@ class CharEstimator(BaseTokenizer):
 
 
 _NOT_LATIN = re.compile("[^\u0000-\u024f]")
+_DIRECT_LIMIT = 1_000
+"""Non-ASCII text up to this length is counted directly; longer text goes through the cache."""
+_CLASSES: dict[str, int] = {}
+"""Character -> 0 (counts as Latin), 1 (wide: a token each), 2 (other letters: two a token)."""
+
+
+def _classify(ch: str) -> int:
+    o = ord(ch)
+    if o < 0x250:
+        return 0
+    if _is_wide(o):
+        return 1
+    return 2 if unicodedata.category(ch)[0] == "L" else 0
 
 
 def _is_wide(o: int) -> bool:

@@ -57,6 +57,8 @@ class View:
         # pinned, or dropped / replaced), so a walk costs what it touches, not the history
         self._live_from = 0
         self._original_from = 0
+        # a strategy's own settled prefix (see `resume_at`); lowered when an edit lands in it
+        self._cursors: dict[object, int] = {}
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
 
@@ -124,6 +126,10 @@ class View:
         if g < self._scan_from:  # a group the omission scan already passed changed
             self._scan_from = 0
             self._dropped_before_scan = 0
+        if self._cursors:
+            for key, at in self._cursors.items():
+                if g < at:
+                    self._cursors[key] = g
         if new is None or new:
             self._live_from = min(self._live_from, g)
         if new is None:
@@ -213,14 +219,15 @@ class View:
         kinds: Iterable[GroupKind] | None = None,
         *,
         originals_only: bool = True,
+        start: int = 0,
     ) -> Iterator[int]:
-        """Groups a strategy may change, oldest first.
+        """Groups a strategy may change, oldest first, from group `start` on.
 
         By default only groups still sent as recorded; `kinds` narrows the kinds.
         """
         wanted = frozenset(kinds) if kinds is not None else None
         groups = self.index.groups
-        start = self._settle(originals_only)
+        start = max(start, self._settle(originals_only))
         for i in range(start, len(groups)):
             g = groups[i]
             if wanted is not None and g.kind not in wanted:
@@ -247,6 +254,19 @@ class View:
         else:
             self._live_from = i
         return i
+
+    def resume_at(self, key: object) -> int:
+        """Where a strategy's walk named `key` may start again (0 the first time).
+
+        A strategy that records with `settle` how far every group needs nothing more
+        from it pays, on the next compaction of a growing history, only for what is
+        new. An edit to a group before that point moves it back to the group.
+        """
+        return self._cursors.get(key, 0)
+
+    def settle(self, key: object, position: int) -> None:
+        """Record that groups before `position` need nothing more from walk `key`."""
+        self._cursors[key] = position
 
     # -- output ---------------------------------------------------------------------
 
@@ -280,6 +300,7 @@ class View:
         other = View.__new__(View)
         other.__dict__.update(self.__dict__)
         other._replaced = dict(self._replaced)
+        other._cursors = dict(self._cursors)
         return other
 
     # -- the omission note ------------------------------------------------------------

@@ -17,8 +17,16 @@ from kompakt.strategies.base import (
     as_strategy,
     strategy_name,
 )
-from kompakt.triggers import Trigger, TriggerLike, as_trigger
-from kompakt.view import View
+from kompakt.triggers import (
+    Never,
+    Not,
+    TokensBelow,
+    TokensExceed,
+    Trigger,
+    TriggerLike,
+    as_trigger,
+)
+from kompakt.view import OMITTED_NOTE, View
 
 ELLIPSIS = "…"
 COMPOSITE = "composite: its strategies' steps are listed separately"
@@ -53,6 +61,51 @@ def should_stop(strategy: object, view: View, context: CompactionContext) -> boo
         return True
     trigger = getattr(strategy, "trigger", None)
     return trigger is not None and not trigger(view)
+
+
+class Stop:
+    """`should_stop` for a loop that only removes tokens, cheap enough to ask per group.
+
+    When every stop condition is a token limit (``TokensBelow``, the negation of
+    ``TokensExceed``; ``Never`` is ignored), the loop reports the tokens it removes and
+    the conditions are only evaluated once the running estimate is within the
+    omission note's cost of the highest limit: until then none of them can hold.
+    """
+
+    def __init__(self, strategy: object, view: View, context: CompactionContext) -> None:
+        self.strategy, self.view, self.context = strategy, view, context
+        conditions: list[Trigger] = [context.target]
+        target = getattr(strategy, "target", None)
+        if target is not None:
+            conditions.append(target)
+        trigger = getattr(strategy, "trigger", None)
+        limits = [_token_limit(c) for c in conditions if not isinstance(c, Never)]
+        if trigger is not None:
+            limits.append(trigger.limit if isinstance(trigger, TokensExceed) else None)
+        self.limit: int | None = (
+            None if not limits or None in limits else max(x for x in limits if x is not None)
+        )
+        self.margin = view.index.tokenizer.count_message(Message.user(OMITTED_NOTE))
+        self.estimate = view.total_tokens
+
+    def __call__(self) -> bool:
+        """The target holds (or the strategy's own trigger is quiet): stop removing."""
+        if self.limit is not None and self.estimate > self.limit + self.margin:
+            return False
+        self.estimate = self.view.total_tokens
+        return should_stop(self.strategy, self.view, self.context)
+
+    def removed(self, tokens: int) -> None:
+        """The loop took `tokens` out of the view."""
+        self.estimate -= tokens
+
+
+def _token_limit(t: Trigger) -> int | None:
+    if isinstance(t, TokensBelow):
+        return t.limit
+    if isinstance(t, Not) and isinstance(t.trigger, TokensExceed):
+        return t.trigger.limit
+    return None
 
 
 def has_calls(messages: Sequence[Message]) -> bool:
@@ -96,6 +149,20 @@ def abbreviate(text: str, limit: int) -> str:
 
 def short_args(arguments: str, limit: int = 60) -> str:
     """Tool-call arguments as ``k=v, ...``, each value and the whole abbreviated."""
+    key = (arguments, limit)
+    cached = _SHORT_ARGS.get(key)
+    if cached is None:
+        if len(_SHORT_ARGS) >= 10_000:
+            _SHORT_ARGS.clear()
+        cached = _SHORT_ARGS[key] = _short_args(arguments, limit)
+    return cached
+
+
+_SHORT_ARGS: dict[tuple[str, int], str] = {}
+"""Agents repeat arguments (the same file read again and again): parse each once."""
+
+
+def _short_args(arguments: str, limit: int) -> str:
     try:
         data = json.loads(arguments)
     except (ValueError, TypeError):

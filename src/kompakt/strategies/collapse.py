@@ -8,13 +8,13 @@ from collections.abc import Iterable, Sequence
 from kompakt.messages import Message
 from kompakt.strategies._common import (
     _NON_BLANK,
+    Stop,
     abbreviate,
     check_count,
     first_line,
     optional_trigger,
     rendered_tokens,
     short_args,
-    should_stop,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.remove_tools import old_tool_groups
@@ -75,22 +75,35 @@ class CollapseToolResults(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         count = view.index.tokenizer.count_message
-        changed = False
-        for g in old_tool_groups(view, self.keep_last, self.min_preserved, self.exclude_tools):
-            if should_stop(self, view, context):
+        stop = Stop(self, view, context)
+        # groups before the cursor were collapsed, or need no note, at an earlier compaction
+        key = ("CollapseToolResults", self.exclude_tools, self.max_note_chars)
+        settled = view.resume_at(key)
+        replaced = 0
+        groups = old_tool_groups(
+            view, self.keep_last, self.min_preserved, self.exclude_tools, start=settled
+        )
+        for g in groups:
+            if stop():
                 break
             originals = view.index.group_messages(g)
+            now = rendered_tokens(view, g)
             note = Message.assistant(
                 collapse_note(originals, self.max_note_chars),
                 synthetic="collapsed",
                 covers=tuple(m.id for m in originals),
             )
-            if count(note) >= rendered_tokens(view, g):
+            cost = count(note)
+            settled = g + 1
+            if cost >= now:
                 continue  # a note would cost as much as what it replaces
             view.replace(g, (note,))
-            context.note(groups_replaced=1)
-            changed = True
-        return changed
+            stop.removed(now - cost)
+            replaced += 1
+        view.settle(key, settled)
+        if replaced:
+            context.note(groups_replaced=replaced)
+        return replaced > 0
 
     def __repr__(self) -> str:
         return f"CollapseToolResults(keep_last={self.keep_last})"

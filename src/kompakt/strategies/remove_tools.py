@@ -69,11 +69,17 @@ class RemoveToolCalls(BaseStrategy):
 
 
 def old_tool_groups(
-    view: View, keep_last: int, min_preserved: int, exclude_tools: frozenset[str]
+    view: View,
+    keep_last: int,
+    min_preserved: int,
+    exclude_tools: frozenset[str],
+    *,
+    start: int = 0,
 ) -> Iterator[int]:
-    """Tool-call groups still sent as calls, oldest first, except the newest `keep_last`."""
+    """Tool-call groups still sent as calls, oldest first (from `start`), except the newest
+    `keep_last`."""
     boundary = _newest_tool_boundary(view, keep_last)
-    for g in view.candidates(min_preserved, ["tool_call"], originals_only=False):
+    for g in view.candidates(min_preserved, ["tool_call"], originals_only=False, start=start):
         if g >= boundary:
             return
         rendered = view.rendered(g)

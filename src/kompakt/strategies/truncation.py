@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kompakt.strategies._common import check_count, optional_trigger, should_stop
+from kompakt.strategies._common import Stop, check_count, optional_trigger, rendered_tokens
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
@@ -58,22 +58,25 @@ class Truncation(BaseStrategy):
         self.drop_summaries = drop_summaries
 
     def apply(self, view: View, context: CompactionContext) -> bool:
+        stop = Stop(self, view, context)
         summaries: list[int] = []
         dropped = 0
         stopped = False
         for g in view.candidates(self.min_preserved, originals_only=False):
-            if should_stop(self, view, context):
+            if stop():
                 stopped = True
                 break
             if holds_summary(view, g):
                 summaries.append(g)
                 continue
+            stop.removed(rendered_tokens(view, g))
             view.drop(g)
             dropped += 1
         if not stopped and self.drop_summaries:
             for g in summaries:
-                if should_stop(self, view, context):
+                if stop():
                     break
+                stop.removed(rendered_tokens(view, g))
                 view.drop(g)
                 dropped += 1
         if dropped:
