@@ -6,12 +6,6 @@ model's wisdom."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
@@ -33,61 +27,6 @@ def gguf() -> str:
         return str(default_gguf())
     except Exception as exc:  # pragma: no cover - the [local] extra is missing
         pytest.skip(f"no SmolLM2 GGUF: {exc}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    log = log_path.open("wb")  # a file, not a pipe: llama.cpp logs a lot and would block
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            gguf(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--model_alias",
-            "smollm2",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("llama_cpp.server did not start within 120 s")
-                time.sleep(0.5)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def conversation() -> list[Message]:
@@ -126,8 +65,9 @@ def check(view: View, step: Step) -> None:
     assert out[0].role == "system" and out[-1].text == "Updating CHANGELOG.md."
 
 
-async def test_llama_cpp_server_through_the_openai_adapter(server: str) -> None:
-    model = OpenAIModel("smollm2", base_url=server, timeout=120, max_retries=1)
+async def test_llama_cpp_server_through_the_openai_adapter(llama_server: str) -> None:
+    """Through the session-wide server of conftest (llama.cpp with the SmolLM2 file)."""
+    model = OpenAIModel("smollm2", base_url=llama_server, timeout=120, max_retries=1)
     view, step = await summarize_with(model)
     check(view, step)
     assert step.model_output_tokens > 0
