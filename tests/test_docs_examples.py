@@ -89,7 +89,6 @@ def _namespace(page: Path) -> dict[str, Any]:
         "__name__": "__docs__",
         "messages": list(messages),
         "openai_dicts": kompakt.dump(messages, format="openai"),
-        "original": kompakt.dump(messages),
         "send": lambda rendered: None,
         "small_model": kompakt.model_from_string("extractive"),
         "model": ScriptedModel("Done: the bug is fixed."),
