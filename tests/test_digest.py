@@ -248,3 +248,30 @@ def test_commands_with_the_same_head_prefer_failing_and_latest() -> None:
     assert "→ exit 0" not in note  # successful look-ups are listed tersely, without status
     rolled = digest([Message.user(note, synthetic="summary"), Message.user("go on")])
     assert "sed -n '290,299p' src/module_29.py" in rolled and "pytest -x tests" in rolled
+
+
+def test_rolled_commands_keep_their_status_and_line_numbers_are_not_values() -> None:
+    call = ToolCall(id="t", name="bash", arguments=json.dumps({"command": "make check"}))
+    first = digest(
+        [
+            Message.user("make the checks pass"),
+            Message.assistant("Line 520-522: `elif operand is None:`", tool_calls=[call]),
+            Message.tool("exit code: 2", tool_call_id="t"),
+        ]
+    )
+    assert SECTIONS["facts"] not in first  # a line number is not a value worth keeping
+    rolled = digest([Message.user(first, synthetic="summary"), Message.user("go on")])
+    assert "- $ make check → exit 2" in rolled and "→ exit 2 → exit" not in rolled
+
+
+@needs_data
+def test_rolling_over_a_real_run_keeps_the_planted_facts() -> None:
+    from kompakt.eval.probes import NEEDLE_KINDS, plant_needles
+
+    planted, needles = plant_needles(list(load(MINI[3])), per_kind=2)  # django-13265
+    note, body = "", planted[1:-6]
+    for start in range(0, len(body), 12):  # a compaction every 12 messages, notes rolling
+        prior = [Message.user(note, synthetic="summary")] if note else []
+        note = digest([*prior, *body[start : start + 12]], max_tokens=800)
+    kept = [n.kind for n in needles if n.value in note]  # before facts were kept: none
+    assert kept.count("value") == 2 and len(kept) >= 4 and set(kept) == {*NEEDLE_KINDS}, kept

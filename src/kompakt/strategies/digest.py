@@ -149,7 +149,7 @@ _VALUE_RE = re.compile(
     r"|\bports?\s*[:=]?\s*\d{2,5}\b|(?<=[\w\]]):\d{2,5}\b"  # ports
     r"|\b\d{4}-\d{2}-\d{2}\b"  # dates
     r"|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{8,40}\b"  # hashes
-    r"|\b\d+(?:\.\d+)?\s*(?:ms|s|MB|GB|KB|%|tokens|bytes)\b|\b\d{2,}\b"  # quantities
+    r"|\b\d+(?:\.\d+)?\s*(?:ms|s|MB|GB|KB|%|tokens|bytes)\b"  # quantities
 )
 _STRONG_VALUE_RE = re.compile(r"\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)+\b|\bv?\d+\.\d+\.\d+|\bports?\b")
 _STATEMENT_RE = re.compile(
@@ -174,6 +174,7 @@ _FACTS_PER_MESSAGE = 3
 _RULER = "=-_*#~ \t"
 _READS = "- looked up: "
 _READ_SEP = " ; "
+_STATUS_RE = re.compile(r" → (exit -?\d+)$")
 _CD_PREFIX_RE = re.compile(r"^(?:\s*cd\s+\S+\s*(?:&&|;)\s*)+")
 
 _MAX_ITEM_CHARS = 300
@@ -351,12 +352,13 @@ def _fact_score(s: str, *, rules: bool = True) -> float:
     if words < 3 or s.endswith(("?", ":")):
         return 0.0
     labelled = 1.0 if _LABEL_RE.match(s) else 0.0
+    fragment = 1.5 if s[0].islower() else 0.0  # a sentence cut mid-way reads worse
     strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
     valued = bool(_VALUE_RE.search(s))
     if words >= 5 and _CONSTRAINT_RE.search(s) and (rules or labelled):
-        return 7.0 + labelled + 0.5 * valued
+        return 7.0 + labelled + 0.5 * valued - fragment
     if valued and (_STATEMENT_RE.search(s) or labelled):
-        return 5.5 + 1.5 * strong + labelled
+        return 5.5 + 1.5 * strong + labelled - fragment
     if words <= 8 and _KEY_VALUE_RE.match(s) and labelled:
         return 3.0
     return 0.0
@@ -430,21 +432,29 @@ def _previous_note(c: _Collector, text: str, max_tokens: int, tok: Tokenizer) ->
     section = ""
     current: _Item | None = None
     parsed = False
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        order = -1.0 + 0.5 * k / len(lines)  # before anything new; later lines are newer
         if line.startswith("## ") and line[3:].strip() in _TITLE_TO_KEY:
             section, current, parsed = _TITLE_TO_KEY[line[3:].strip()], None, True
         elif section == "commands" and line.startswith(_READS):
             for part in line[len(_READS) :].split(_READ_SEP):
-                c.add(section, part, _BASE_SCORE[section], -1.0).flags.add("exit 0")
+                c.add(section, part, _BASE_SCORE[section], order).flags.add("exit 0")
             current = None
         elif section and line.startswith("- "):
             body = line[2:]
             if section in _INLINE_SECTIONS:
                 for part in _split_inline(body):
-                    c.add(section, part, _BASE_SCORE[section] + 1, -1.0)
+                    c.add(section, part, _BASE_SCORE[section] + 1, order)
                 current = None
+            elif section == "commands" and (status := _STATUS_RE.search(body)):
+                body = body[: status.start()]
+                current = c.add(section, body, _BASE_SCORE[section] + 1.5, order)
+                current.flags.add(status.group(1))
+                if status.group(1) != "exit 0":
+                    current.score += 2  # it failed: as salient as when it was first seen
             else:
-                current = c.add(section, body, _BASE_SCORE[section] + 1.5, -1.0)
+                current = c.add(section, body, _BASE_SCORE[section] + 1.5, order)
         elif section and line.startswith("  ") and current is not None:
             current.text += "\n" + line.strip()
     if not parsed and text.strip():
