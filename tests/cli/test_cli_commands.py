@@ -359,3 +359,15 @@ def test_every_transcript_through_inspect_replay_and_compact(path: Path, tmp_pat
         if replayed.code == 0:
             data = replayed.json()
             assert all(s["tokens_sent"] <= data["budget"] for s in data["steps"])
+
+
+def test_from_and_format_name_the_input_format_on_every_reading_command(tmp_path: Path) -> None:
+    chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    text = json.dumps(chat)
+    path = tmp_path / "chat.json"
+    path.write_text(text)
+    for flag in ("--from", "--format", "-f"):
+        assert invoke("inspect", str(path), flag, "openai", "--json").json()["format"] == "openai"
+        r = invoke("compact", str(path), "--budget", "1000", flag, "openai", "--to", "anthropic")
+        assert r.code == 0 and json.loads(r.stdout)["system"] == "be brief"  # anthropic
+    assert_one_line_error(invoke("inspect", str(path), "--from", "nonsense"), "nonsense")

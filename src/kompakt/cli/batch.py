@@ -12,7 +12,14 @@ from rich.table import Table
 from kompakt.cli.common import out_console, progress_bar
 from kompakt.cli.errors import EXIT_FAILURE, fail, handled
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES
-from kompakt.cli.replay import ConfigOpt, StrategyOpt, TargetOpt, TokenizerOpt
+from kompakt.cli.replay import (
+    ConfigOpt,
+    FormatOpt,
+    StrategyOpt,
+    TargetOpt,
+    TokenizerOpt,
+    ToOpt,
+)
 from kompakt.errors import ConfigError
 from kompakt.eval.batch import (
     BatchJob,
@@ -77,12 +84,8 @@ def batch_command(
             "(ray://host:10001, auto). Needs the [ray] extra.",
         ),
     ] = None,
-    source_format: Annotated[
-        str | None, typer.Option("--from", help="Input format (default: detected per file).")
-    ] = None,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Output format (default: each input's).")
-    ] = None,
+    source_format: FormatOpt = None,
+    to: ToOpt = None,
     force: Annotated[
         bool, typer.Option("--force", help="Redo files whose output already exists.")
     ] = False,

@@ -16,7 +16,16 @@ from kompakt.cli.common import (
     resolve_budget,
 )
 from kompakt.cli.errors import handled
-from kompakt.cli.replay import BudgetOpt, ConfigOpt, FileArg, ModelOpt, StrategyOpt, TokenizerOpt
+from kompakt.cli.replay import (
+    BudgetOpt,
+    ConfigOpt,
+    FileArg,
+    FormatOpt,
+    ModelOpt,
+    StrategyOpt,
+    TokenizerOpt,
+    ToOpt,
+)
 from kompakt.eval.compactors import compact_messages, load_model
 from kompakt.eval.documents import render_document, write_atomic
 
@@ -33,12 +42,8 @@ def compact_command(
     config: ConfigOpt = None,
     model: ModelOpt = None,
     tokenizer: TokenizerOpt = "chars",
-    source_format: Annotated[
-        str | None, typer.Option("--from", help="Input format (default: detected).")
-    ] = None,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Output format (default: the input's).")
-    ] = None,
+    source_format: FormatOpt = None,
+    to: ToOpt = None,
 ) -> None:
     """Compact a transcript once and write it in the same format (or --to another).
 

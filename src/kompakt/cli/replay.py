@@ -29,7 +29,7 @@ from kompakt.eval.report import replay_report
 from kompakt.messages import Message
 from kompakt.tokens import Tokenizer
 
-__all__ = ["JsonOpt", "ReportOpt", "print_replay", "replay_command", "run_replay"]
+__all__ = ["JsonOpt", "ReportOpt", "ToOpt", "print_replay", "replay_command", "run_replay"]
 
 ReportOpt = Annotated[
     Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
@@ -75,11 +75,13 @@ FormatOpt = Annotated[
     str | None,
     typer.Option(
         "--format",
+        "--from",
         "-f",
         help="Input format (default: detected): openai, anthropic, "
         "jsonl, mini-swe-agent, swe-agent.",
     ),
 ]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
 
 
 def _event_line(e: ReplayEvent) -> str:
