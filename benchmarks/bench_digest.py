@@ -4,7 +4,9 @@ For each transcript the span an agent would evict (everything but the system pro
 and the newest messages) is digested within 800 tokens. Printed: tokens before and
 after, and the share of the span's file paths (those the agent's commands and words
 touched), commands and error lines that survive verbatim into the note. The counts
-use their own simple patterns, not the digest's.
+use their own simple patterns, not the digest's. Then the run is digested again with
+facts planted by the eval harness (`plant_needles`: values and constraints appended to
+tool results, decisions to assistant texts): the share of planted facts in the note.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_digest.py``
 """
@@ -15,6 +17,7 @@ import re
 import time
 from pathlib import Path
 
+from kompakt.eval.probes import plant_needles
 from kompakt.formats import load
 from kompakt.messages import Message
 from kompakt.strategies.digest import digest
@@ -73,9 +76,9 @@ def main() -> None:
     files = sorted(DATA.glob("*/*.traj*"))
     print(
         f"{'transcript':<46} {'msgs':>5} {'before':>8} {'after':>6} {'ms':>5}  "
-        f"{'paths':>9} {'commands':>9} {'errors':>9}"
+        f"{'paths':>9} {'commands':>9} {'errors':>9} {'facts':>9}"
     )
-    totals = [0, 0, 0, 0, 0, 0]
+    totals = [0, 0, 0, 0, 0, 0, 0, 0]
     for f in files:
         msgs = list(load(f))
         span = msgs[1:-KEEP]
@@ -86,17 +89,21 @@ def main() -> None:
         ms = (time.perf_counter() - t0) * 1000
         before = sum(tok.count_message(m) for m in span)
         p, c, e = share(paths(span), note), share(commands(span), note), share(errors(span), note)
-        for i, (a, b) in enumerate((p, c, e)):
+        planted, needles = plant_needles(msgs)
+        planted_note = digest(planted[1:-KEEP], max_tokens=LIMIT, tokenizer=tok)
+        inside = [n.value for n in needles if 0 < n.position < len(msgs) - KEEP]
+        k = share(inside, planted_note)
+        for i, (a, b) in enumerate((p, c, e, k)):
             totals[2 * i] += a
             totals[2 * i + 1] += b
         print(
             f"{f.name[:46]:<46} {len(msgs):>5} {before:>8,} {tok.count_text(note):>6} {ms:>5.0f}  "
-            + "  ".join(f"{a:>3}/{b:<4}" for a, b in (p, c, e))
+            + "  ".join(f"{a:>3}/{b:<4}" for a, b in (p, c, e, k))
         )
-    ratios = [totals[i] / max(1, totals[i + 1]) for i in (0, 2, 4)]
+    ratios = [totals[i] / max(1, totals[i + 1]) for i in (0, 2, 4, 6)]
     print(
         f"survival overall: paths {ratios[0]:.0%}, commands {ratios[1]:.0%}, "
-        f"error lines {ratios[2]:.0%} (note limit {LIMIT} tokens)"
+        f"error lines {ratios[2]:.0%}, planted facts {ratios[3]:.0%} (note limit {LIMIT} tokens)"
     )
 
 
