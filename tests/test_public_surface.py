@@ -145,6 +145,28 @@ def test_issue3_budgeted_with_a_custom_chain(run_dir: Path) -> None:
     with pytest.raises(kompakt.BudgetImpossible) as info:
         kompakt.apply_compaction(msgs, kompakt.Budgeted(50))
     assert info.value.budget == 50 and info.value.required > 50
+    breakdown = info.value.breakdown
+    assert breakdown["last user message"] > 50  # the task: the largest part that must stay
+    assert sum(breakdown.values()) == info.value.required
+
+
+def test_issue3_budget_impossible_names_pinned_content() -> None:
+    msgs = [
+        kompakt.Message.system("be brief"),
+        kompakt.Message.user(
+            "project facts: " + "the parser lives in src/p.py. " * 100, pinned=True
+        ),
+        kompakt.Message.assistant("noted " * 500),
+        kompakt.Message.user("now fix it"),
+    ]
+    with pytest.raises(kompakt.BudgetImpossible) as info:
+        kompakt.apply_compaction(msgs, kompakt.Budgeted(500))
+    err = info.value
+    assert err.breakdown["pinned"] > 500 > err.budget - 1
+    assert "pinned" in str(err) and str(err.required) in str(err).replace(",", "")
+    assert "\n" not in str(err)  # one line
+    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(1_000))
+    assert msgs[1] in out and msgs[3] in out and msgs[2] not in out
 
 
 def test_issue3_compactor_check_and_compact() -> None:
