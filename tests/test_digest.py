@@ -265,13 +265,18 @@ def test_rolled_commands_keep_their_status_and_line_numbers_are_not_values() -> 
 
 
 @needs_data
-def test_rolling_over_a_real_run_keeps_the_planted_facts() -> None:
-    from kompakt.eval.probes import NEEDLE_KINDS, plant_needles
+def test_rolling_over_real_runs_keeps_the_planted_facts() -> None:
+    from kompakt.eval.probes import plant_needles
 
-    planted, needles = plant_needles(list(load(MINI[3])), per_kind=2)  # django-13265
-    note, body = "", planted[1:-6]
-    for start in range(0, len(body), 12):  # a compaction every 12 messages, notes rolling
-        prior = [Message.user(note, synthetic="summary")] if note else []
-        note = digest([*prior, *body[start : start + 12]], max_tokens=800)
-    kept = [n.kind for n in needles if n.value in note]  # before facts were kept: none
-    assert kept.count("value") == 2 and len(kept) >= 4 and set(kept) == {*NEEDLE_KINDS}, kept
+    kept, planted_count = [], 0
+    for path in MINI:
+        planted, needles = plant_needles(list(load(path)), per_kind=2)
+        note, body = "", planted[1:-6]
+        for start in range(0, len(body), 12):  # a compaction every 12 messages, notes rolling
+            prior = [Message.user(note, synthetic="summary")] if note else []
+            note = digest([*prior, *body[start : start + 12]], max_tokens=800)
+        kept += [n.kind for n in needles if n.value in note]
+        planted_count += len(needles)
+    # before facts were kept, none of the values and constraints survived
+    assert kept.count("value") == 2 * len(MINI), kept
+    assert len(kept) >= 0.75 * planted_count and kept.count("constraint") >= len(MINI) // 2

@@ -65,7 +65,7 @@ _TITLE_TO_KEY = {title: key for key, title in SECTIONS.items()}
 _BASE_SCORE = {
     "earlier": 9.0,
     "requests": 10.0,
-    "errors": 6.0,
+    "errors": 6.75,
     "decisions": 3.0,
     "facts": 6.5,
     "commands": 5.0,
@@ -146,7 +146,7 @@ _CONSTRAINT_RE = re.compile(
 _VALUE_RE = re.compile(
     r"\b[A-Z][A-Z0-9]+(?:-[A-Z0-9]+)+\b"  # ids: KP-3BEB-7E67, JIRA-1234
     r"|\bv?\d+\.\d+(?:\.\d+)+\b"  # versions
-    r"|\bports?\s*[:=]?\s*\d{2,5}\b|(?<=[\w\]]):\d{2,5}\b"  # ports
+    r"|\bports?\s*[:=]?\s*\d{2,5}\b|\b(?:localhost|[\w-]+(?:\.[\w-]+)+):\d{2,5}\b"  # ports
     r"|\b\d{4}-\d{2}-\d{2}\b"  # dates
     r"|\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{8,40}\b"  # hashes
     r"|\b\d+(?:\.\d+)?\s*(?:ms|s|MB|GB|KB|%|tokens|bytes)\b"  # quantities
@@ -423,7 +423,7 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
         if where and re.match(r"^[\w.]*(?:Error|Exception)", shown):
             shown = f"{shown} (at {where.group(1)}:{where.group(2)})"
         frame = ""
-        c.add("errors", shown, 6 + 3 * recency, recency)
+        c.add("errors", shown, 6.75 + 3 * recency, recency)
     for p in _PATH_RE.findall(text)[:50]:
         _add_path(c, p, recency, weight=0.5)
 
@@ -573,7 +573,20 @@ def _redundant(item: _Item, chosen: list[_Item]) -> bool:
     ):
         return True
     key = item.key
-    return any(o.section == item.section and key and key in o.key for o in chosen)
+    if any(o.section == item.section and key and key in o.key for o in chosen):
+        return True
+    if item.section in ("decisions", "errors"):  # the same finding worded again
+        words = _words(item.text)
+        return any(o.section == item.section and _similar(words, _words(o.text)) for o in chosen)
+    return False
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z_]\w+", text.lower()))
+
+
+def _similar(a: set[str], b: set[str]) -> bool:
+    return bool(a and b) and len(a & b) >= 0.6 * len(a | b)
 
 
 def _render(chosen: list[_Item]) -> str:
