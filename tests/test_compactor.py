@@ -335,3 +335,66 @@ def test_agent_loop_compacts_rarely_and_stays_valid() -> None:
     assert 5 <= len(events) <= 40  # hysteresis: one compaction per ~8k tokens of growth
     assert all(e.tokens_before > 20_000 for e in events)
     check_view(c.view, validity(list(idx.messages)))
+
+
+# -- repeated compaction of a growing history costs what it touches ----------------------
+
+
+def _counting_protected(view: View) -> list[int]:
+    """Count the groups every candidate walk over `view` (and its copies) looks at."""
+    seen: list[int] = []
+    original = view.protected
+
+    def protected(group: int, min_preserved: int = 0) -> bool:
+        seen.append(group)
+        return original(group, min_preserved)
+
+    view.protected = protected  # type: ignore[method-assign]
+    return seen
+
+
+@pytest.mark.parametrize("strategy", ["collapse", "default"])
+def test_each_compaction_of_a_growing_history_touches_only_what_is_new(strategy: str) -> None:
+    idx = history(400, size=400)
+    made = (
+        CollapseToolResults(keep_last=2, min_preserved=0)
+        if strategy == "collapse"
+        else Budgeted(20_000)
+    )
+    c = Compactor(TokensExceed(20_000), made, target=TokensBelow(15_000))
+    view, _ = c.compact(idx)
+    seen = _counting_protected(view)
+    walks = []
+    for i in range(400, 430):
+        idx.extend(turn(i, size=400))
+        seen.clear()
+        view, _ = c.compact(idx)
+        walks.append(len(seen))
+        assert view.total_tokens <= 20_000
+    check_view(view, validity(list(idx.messages)))
+    assert statistics.median(walks) < 60, walks  # a few groups, not the 1,700 of the history
+
+
+def test_clamp_reaches_an_old_request_once_a_newer_one_arrives() -> None:
+    from kompakt.strategies import ClampOversized
+
+    idx = MessageIndex([Message.user("the task " + "x" * 8_000)], tokenizer=CharEstimator())
+    idx.extend(turn(0, size=100)[1:])
+    clamp = ClampOversized(max_tokens=500, min_preserved=0)
+    c = Compactor(trigger=TokensExceed(100), strategy=clamp)
+    view, _ = c.compact(idx)
+    assert view.is_original(0)  # the last user message stays verbatim
+    idx.extend(turn(1, size=100))
+    view, _ = c.compact(idx)
+    assert view.render()[0].synthetic == "clamped"
+
+
+def test_collapse_again_after_a_restore() -> None:
+    idx = history(20, size=1_000)
+    view = View(idx)
+    strategy = CollapseToolResults(keep_last=1, min_preserved=0)
+    assert strategy.apply(view, CompactionContext(view))
+    first_tool = next(g.index for g in idx.groups if g.kind == "tool_call")
+    view.restore(first_tool)
+    assert strategy.apply(view, CompactionContext(view))
+    assert view.replacement(first_tool) is not None

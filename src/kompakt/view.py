@@ -57,8 +57,9 @@ class View:
         # pinned, or dropped / replaced), so a walk costs what it touches, not the history
         self._live_from = 0
         self._original_from = 0
-        # a strategy's own settled prefix (see `resume_at`); lowered when an edit lands in it
+        # a strategy's own settled prefix (see `resume`), and the groups in it edited since
         self._cursors: dict[object, int] = {}
+        self._revisit: dict[object, set[int]] = {}
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
 
@@ -126,10 +127,10 @@ class View:
         if g < self._scan_from:  # a group the omission scan already passed changed
             self._scan_from = 0
             self._dropped_before_scan = 0
-        if self._cursors:
+        if self._cursors and new != _EMPTY:  # a dropped group needs nothing from any walk
             for key, at in self._cursors.items():
                 if g < at:
-                    self._cursors[key] = g
+                    self._revisit.setdefault(key, set()).add(g)
         if new is None or new:
             self._live_from = min(self._live_from, g)
         if new is None:
@@ -220,15 +221,18 @@ class View:
         *,
         originals_only: bool = True,
         start: int = 0,
+        revisit: Iterable[int] = (),
     ) -> Iterator[int]:
-        """Groups a strategy may change, oldest first, from group `start` on.
+        """Groups a strategy may change, oldest first: those of `revisit` (older than
+        `start`), then every group from `start` on.
 
         By default only groups still sent as recorded; `kinds` narrows the kinds.
         """
         wanted = frozenset(kinds) if kinds is not None else None
         groups = self.index.groups
         start = max(start, self._settle(originals_only))
-        for i in range(start, len(groups)):
+        firsts = sorted(i for i in revisit if i < start)
+        for i in (*firsts, *range(start, len(groups))):
             g = groups[i]
             if wanted is not None and g.kind not in wanted:
                 continue
@@ -255,18 +259,25 @@ class View:
             self._live_from = i
         return i
 
-    def resume_at(self, key: object) -> int:
-        """Where a strategy's walk named `key` may start again (0 the first time).
+    def resume(self, key: object) -> tuple[list[int], int]:
+        """Where a strategy's walk named `key` may start again: the groups edited
+        before its settled point since, and that point (nothing, 0 the first time).
 
         A strategy that records with `settle` how far every group needs nothing more
         from it pays, on the next compaction of a growing history, only for what is
-        new. An edit to a group before that point moves it back to the group.
+        new or changed: pass both to `candidates(revisit=..., start=...)`.
         """
-        return self._cursors.get(key, 0)
+        return sorted(self._revisit.get(key, ())), self._cursors.get(key, 0)
 
-    def settle(self, key: object, position: int) -> None:
-        """Record that groups before `position` need nothing more from walk `key`."""
+    def settle(self, key: object, position: int, revisit: Iterable[int] = ()) -> None:
+        """Record that groups before `position`, except `revisit`, need nothing more
+        from walk `key`."""
         self._cursors[key] = position
+        pending = {g for g in revisit if g < position}
+        if pending:
+            self._revisit[key] = pending
+        else:
+            self._revisit.pop(key, None)
 
     # -- output ---------------------------------------------------------------------
 
@@ -301,6 +312,7 @@ class View:
         other.__dict__.update(self.__dict__)
         other._replaced = dict(self._replaced)
         other._cursors = dict(self._cursors)
+        other._revisit = {k: set(v) for k, v in self._revisit.items()}
         return other
 
     # -- the omission note ------------------------------------------------------------

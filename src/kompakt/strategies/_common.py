@@ -100,6 +100,38 @@ class Stop:
         self.estimate -= tokens
 
 
+class Walk:
+    """A strategy's resumable walk over a view (see `View.resume`).
+
+    Groups it is `done` with need nothing more from it until edited; where it
+    `stopped`, the next compaction picks up again.
+    """
+
+    def __init__(self, view: View, key: object) -> None:
+        self.view, self.key = view, key
+        self.revisit, self.start = view.resume(key)
+        self.position = self.start
+        self.left: list[int] = []
+
+    def done(self, group: int) -> None:
+        if group >= self.position:
+            self.position = group + 1
+
+    def stopped(self, group: int) -> None:
+        """The walk ended before `group` (the target held)."""
+        if group < self.start:  # still among the groups to revisit
+            self.left = [g for g in self.revisit if g >= group]
+        else:
+            self.position = min(self.position, group)
+
+    def settle(self, cap: int | None = None) -> None:
+        """Record how far the walk got; never past `cap` (a group protected only for now)."""
+        position = self.position
+        if cap is not None and cap >= self.start:
+            position = min(position, cap)
+        self.view.settle(self.key, position, self.left)
+
+
 def _token_limit(t: Trigger) -> int | None:
     if isinstance(t, TokensBelow):
         return t.limit

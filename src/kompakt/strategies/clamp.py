@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kompakt.errors import ConfigError
 from kompakt.messages import Message, Part
-from kompakt.strategies._common import check_count, optional_trigger, should_stop
+from kompakt.strategies._common import Stop, Walk, check_count, optional_trigger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import TriggerLike
@@ -66,11 +66,21 @@ class ClampOversized(BaseStrategy):
         self.trigger = optional_trigger(trigger)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        changed = False
         tokens = view.index.message_tokens
-        for g in view.candidates(self.min_preserved, originals_only=False):
-            if should_stop(self, view, context):
+        count = view.index.tokenizer.count_message
+        stop = Stop(self, view, context)
+        # groups before the cursor fit, or were clamped, at an earlier compaction
+        key = ("ClampOversized", self.max_tokens, self.head, self.tail)
+        walk = Walk(view, key)
+        replaced = 0
+        groups = view.candidates(
+            self.min_preserved, originals_only=False, start=walk.start, revisit=walk.revisit
+        )
+        for g in groups:
+            if stop():
+                walk.stopped(g)
                 break
+            walk.done(g)
             replacement = view.replacement(g)
             if replacement is None:
                 group = view.index.groups[g]
@@ -83,10 +93,14 @@ class ClampOversized(BaseStrategy):
                 current = replacement
             new = tuple(self._clamp(m, view.index.tokenizer) for m in current)
             if any(a is not b for a, b in zip(new, current, strict=True)):
+                stop.removed(sum(map(count, current)) - sum(map(count, new)))
                 view.replace(g, new)
-                context.note(groups_replaced=1)
-                changed = True
-        return changed
+                replaced += 1
+        # the last user message is protected now, not once a newer one comes
+        walk.settle(cap=view.index.last_user_group)
+        if replaced:
+            context.note(groups_replaced=replaced)
+        return replaced > 0
 
     def _clamp(self, m: Message, tok: Tokenizer) -> Message:
         if m.synthetic is not None or tok.count_message(m) <= self.max_tokens:

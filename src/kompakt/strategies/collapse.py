@@ -9,6 +9,7 @@ from kompakt.messages import Message
 from kompakt.strategies._common import (
     _NON_BLANK,
     Stop,
+    Walk,
     abbreviate,
     check_count,
     first_line,
@@ -78,14 +79,21 @@ class CollapseToolResults(BaseStrategy):
         stop = Stop(self, view, context)
         # groups before the cursor were collapsed, or need no note, at an earlier compaction
         key = ("CollapseToolResults", self.exclude_tools, self.max_note_chars)
-        settled = view.resume_at(key)
+        walk = Walk(view, key)
         replaced = 0
         groups = old_tool_groups(
-            view, self.keep_last, self.min_preserved, self.exclude_tools, start=settled
+            view,
+            self.keep_last,
+            self.min_preserved,
+            self.exclude_tools,
+            start=walk.start,
+            revisit=walk.revisit,
         )
         for g in groups:
             if stop():
+                walk.stopped(g)
                 break
+            walk.done(g)
             originals = view.index.group_messages(g)
             now = rendered_tokens(view, g)
             note = Message.assistant(
@@ -94,13 +102,12 @@ class CollapseToolResults(BaseStrategy):
                 covers=tuple(m.id for m in originals),
             )
             cost = count(note)
-            settled = g + 1
             if cost >= now:
                 continue  # a note would cost as much as what it replaces
             view.replace(g, (note,))
             stop.removed(now - cost)
             replaced += 1
-        view.settle(key, settled)
+        walk.settle()
         if replaced:
             context.note(groups_replaced=replaced)
         return replaced > 0

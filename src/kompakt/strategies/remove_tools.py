@@ -75,11 +75,15 @@ def old_tool_groups(
     exclude_tools: frozenset[str],
     *,
     start: int = 0,
+    revisit: Iterable[int] = (),
 ) -> Iterator[int]:
     """Tool-call groups still sent as calls, oldest first (from `start`), except the newest
     `keep_last`."""
     boundary = _newest_tool_boundary(view, keep_last)
-    for g in view.candidates(min_preserved, ["tool_call"], originals_only=False, start=start):
+    walk = view.candidates(
+        min_preserved, ["tool_call"], originals_only=False, start=start, revisit=revisit
+    )
+    for g in walk:
         if g >= boundary:
             return
         rendered = view.rendered(g)

@@ -114,7 +114,7 @@ class SupersedeReads(BaseStrategy):
                 if m.role == "tool" and m.synthetic in (None, "clamped")
             }
             calls = [c for m in rendered for c in m.tool_calls if c.id in answered]
-            editable = not view.protected(group.index, self.min_preserved)
+            editable: bool | None = None  # asked only when a call is stale
             for call in calls:
                 if self.tools is not None and call.name not in self.tools:
                     continue
@@ -122,6 +122,8 @@ class SupersedeReads(BaseStrategy):
                 if k is None:
                     continue
                 if (call.name, k) in seen:
+                    if editable is None:
+                        editable = not view.protected(group.index, self.min_preserved)
                     if editable:
                         stale.setdefault(group.index, {})[call.id] = call
                 else:
