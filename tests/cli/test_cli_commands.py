@@ -47,6 +47,12 @@ def test_replay_json_on_a_real_run(tmp_path: Path) -> None:
     for e in data["events"]:
         assert e["tokens_after"] < e["tokens_before"]
         assert e["groups_dropped"] + e["groups_collapsed"] + e["groups_summarized"] > 0
+        counts = {k: e[f"groups_{k}"] for k in ("dropped", "collapsed", "summarized")}
+        verbs = {c.split()[0] for c in e["changes"]}  # "dropped messages 4-11", ...
+        assert verbs == {k for k, n in counts.items() if n}
+        for change in e["changes"]:
+            first, _, last = change.split()[-1].partition("-")
+            assert 0 <= int(first) <= int(last or first) < e["position"]
     kinds = {a["kind"]: a for a in data["artifacts"]}
     assert set(kinds) == {"path", "command", "error", "identifier"}
     assert kinds["command"]["total"] == 37

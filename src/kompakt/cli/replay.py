@@ -96,7 +96,7 @@ def _event_line(e: ReplayEvent) -> str:
     return (
         f"[cyan]compaction[/] at message {e.position}: {e.tokens_before:,} → "
         f"{e.tokens_after:,} tokens ({', '.join(what) or 'no group changed'} groups{calls}, "
-        f"{e.seconds * 1000:.1f} ms)"
+        f"{e.seconds * 1000:.1f} ms): {e.what(2)}"
     )
 
 
@@ -175,7 +175,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     if result.events:
         ev = Table(title="Compaction events", title_justify="left")
         for col in ReplayEvent.COLUMNS:
-            ev.add_column(col, justify="right")
+            ev.add_column(col, justify="left" if col == "what" else "right")
         shown = (
             result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
         )

@@ -114,6 +114,8 @@ class ReplayEvent:
     """Strategies that changed something, in order."""
     fallbacks: list[str] = field(default_factory=list)
     reason: str = ""
+    changes: list[str] = field(default_factory=list)
+    """What changed, as message ranges of the run: ``"dropped messages 4-11"``."""
 
     COLUMNS: ClassVar[tuple[str, ...]] = (
         "message",
@@ -124,6 +126,7 @@ class ReplayEvent:
         "summarized",
         "model calls",
         "ms",
+        "what",
     )
     """Headers of `cells`, for the tables of the terminal and of the report."""
 
@@ -137,7 +140,13 @@ class ReplayEvent:
             *(str(n) for n in counts),
             str(self.model_calls),
             f"{self.seconds * 1000:.1f}",
+            self.what(),
         ]
+
+    def what(self, most: int = 3) -> str:
+        """The first `most` changed ranges, and how many more."""
+        more = len(self.changes) - most
+        return "; ".join(self.changes[:most]) + (f" (+{more} more)" if more > 0 else "")
 
 
 @dataclass
@@ -248,6 +257,7 @@ def _event(
 ) -> ReplayEvent:
     summarized: set[str] | None = None
     dropped = collapsed = summ = 0
+    spans: list[tuple[str, int, int]] = []  # (what, first, last) message positions
     for g in range(index.group_count):
         new = after.replacement(g)
         old = before.replacement(g) if before is not None else None
@@ -266,12 +276,14 @@ def _event(
                 }
             if any(m.id in summarized for m in index.group_messages(g)):
                 summ += 1
+                b = "summary"
             else:
                 dropped += 1
         elif b == "summary":
             summ += 1
         elif b == "note":
             collapsed += 1
+        _extend(spans, _VERB.get(b, "restored"), index.groups[g].start, index.groups[g].end - 1)
     ev = ReplayEvent(
         step=step,
         position=index.message_count,
@@ -283,9 +295,24 @@ def _event(
         groups_dropped=dropped,
         groups_collapsed=collapsed,
         groups_summarized=summ,
+        changes=[
+            f"{what} message{'s' if a != z else ''} {a}{'' if a == z else f'-{z}'}"
+            for what, a, z in spans
+        ],
     )
     _copy_event_counts(ev, raw)
     return ev
+
+
+_VERB = {"dropped": "dropped", "note": "collapsed", "summary": "summarized"}
+
+
+def _extend(spans: list[tuple[str, int, int]], what: str, first: int, last: int) -> None:
+    """Add a changed range, merged with the previous one when adjacent and alike."""
+    if spans and spans[-1][0] == what and spans[-1][2] + 1 >= first:
+        spans[-1] = (what, spans[-1][1], last)
+    else:
+        spans.append((what, first, last))
 
 
 def _copy_event_counts(ev: ReplayEvent, raw: Any) -> None:
