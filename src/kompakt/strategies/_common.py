@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterable, Sequence
 
 from kompakt.errors import ConfigError
 from kompakt.messages import Message
 from kompakt.strategies.base import (
-    AsyncStrategy,
+    QUIET,
     CompactionContext,
     Step,
     StrategyLike,
-    as_strategy,
-    strategy_name,
+    open_step,
+    recording,
 )
 from kompakt.triggers import (
     Never,
@@ -212,31 +211,12 @@ def run_strategy_sync(
     s: StrategyLike, view: View, context: CompactionContext, *, check_trigger: bool = True
 ) -> Step:
     """The synchronous twin of `run_strategy`: no event loop unless the strategy needs one."""
-    strat = as_strategy(s)
-    step = Step(
-        strategy=strategy_name(strat),
-        tokens_before=view.total_tokens,
-        messages_before=view.message_count,
-    )
-    own = getattr(strat, "trigger", None)
-    if check_trigger and own is not None and not own(view):
-        step.tokens_after, step.messages_after = step.tokens_before, step.messages_before
-        step.detail = "own trigger did not fire"
-        context.steps.append(step)
+    strat, step = open_step(s, view, context, check_trigger=check_trigger)
+    if step.detail == QUIET:
         return step
-    outer, context.current = context.current, step
-    t0 = time.perf_counter()
-    try:
-        apply = getattr(strat, "apply", None)
-        if apply is None and isinstance(strat, AsyncStrategy):
-            raise ConfigError(f"{step.strategy} is async only: use the async compaction API")
-        assert apply is not None
-        changed = apply(view, context)
-    finally:
-        context.current = outer
-    step.seconds = time.perf_counter() - t0
-    step.changed = bool(changed)
-    step.tokens_after = view.total_tokens
-    step.messages_after = view.message_count
-    context.steps.append(step)
+    apply = getattr(strat, "apply", None)
+    if apply is None:
+        raise ConfigError(f"{step.strategy} is async only: use the async compaction API")
+    with recording(step, view, context):
+        step.changed = bool(apply(view, context))
     return step

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
@@ -195,6 +196,26 @@ async def run_strategy(
     s: StrategyLike, view: View, context: CompactionContext, *, check_trigger: bool = True
 ) -> Step:
     """Run one strategy, recording a `Step` in `context.steps`."""
+    strat, step = open_step(s, view, context, check_trigger=check_trigger)
+    if step.detail == QUIET:
+        return step
+    with recording(step, view, context):
+        if isinstance(strat, AsyncStrategy) or hasattr(strat, "apply_async"):
+            step.changed = bool(await strat.apply_async(view, context))
+        else:
+            step.changed = bool(strat.apply(view, context))
+    return step
+
+
+QUIET = "own trigger did not fire"
+"""`Step.detail` of a strategy skipped because its own trigger was quiet."""
+
+
+def open_step(
+    s: StrategyLike, view: View, context: CompactionContext, *, check_trigger: bool = True
+) -> tuple[BaseStrategy | Strategy | AsyncStrategy, Step]:
+    """The strategy and its new `Step`; a step whose own trigger is quiet is recorded
+    already, with `detail` `QUIET` (both `run_strategy` and its sync twin start here)."""
     strat = as_strategy(s)
     step = Step(
         strategy=strategy_name(strat),
@@ -204,24 +225,24 @@ async def run_strategy(
     own = getattr(strat, "trigger", None)
     if check_trigger and own is not None and not own(view):
         step.tokens_after, step.messages_after = step.tokens_before, step.messages_before
-        step.detail = "own trigger did not fire"
+        step.detail = QUIET
         context.steps.append(step)
-        return step
+    return strat, step
+
+
+@contextmanager
+def recording(step: Step, view: View, context: CompactionContext) -> Iterator[Step]:
+    """Make `step` the running one, then record its time and sizes (not on an error)."""
     outer, context.current = context.current, step
     t0 = time.perf_counter()
     try:
-        if isinstance(strat, AsyncStrategy) or hasattr(strat, "apply_async"):
-            changed = await strat.apply_async(view, context)
-        else:
-            changed = strat.apply(view, context)
+        yield step
     finally:
         context.current = outer
     step.seconds = time.perf_counter() - t0
-    step.changed = bool(changed)
     step.tokens_after = view.total_tokens
     step.messages_after = view.message_count
     context.steps.append(step)
-    return step
 
 
 def default_target(trigger: TriggerLike) -> Trigger:
