@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings
@@ -142,7 +143,11 @@ async def test_second_compaction_sends_previous_summary_and_only_the_new_span() 
 
 
 async def test_accumulate_appends_replace_merges() -> None:
-    for mode, expected in (("accumulate", "A\n\nB"), ("replace", "B")):
+    modes: tuple[tuple[Literal["accumulate", "replace"], str], ...] = (
+        ("accumulate", "A\n\nB"),
+        ("replace", "B"),
+    )
+    for mode, expected in modes:
         idx = MessageIndex(conversation(3))
         view = View(idx)
         strategy = Summarize(keep_last=2, summarizer=ScriptedModel(["A", "B"]), mode=mode)
