@@ -144,7 +144,8 @@ class Budgeted(BaseStrategy):
             if self._skip(view, fallback):
                 continue
             step = run_strategy_sync(s, view, chain if fallback is None else held)
-            step.fallback = fallback if step.changed else None
+            if fallback is not None:  # a chain step keeps the fallback it recorded itself
+                step.fallback = fallback if step.changed else None
             changed |= step.changed
         self._finish(view, context)
         return changed
@@ -159,7 +160,8 @@ class Budgeted(BaseStrategy):
             if self._skip(view, fallback):
                 continue
             step = await run_strategy(s, view, chain if fallback is None else held)
-            step.fallback = fallback if step.changed else None
+            if fallback is not None:  # a chain step keeps the fallback it recorded itself
+                step.fallback = fallback if step.changed else None
             changed |= step.changed
         self._finish(view, context)
         return changed
