@@ -6,8 +6,10 @@ import asyncio
 import json
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from kompakt.agent import RECALL_NOTE, Agent, as_tool
 from kompakt.compactor import Compactor
@@ -448,3 +450,57 @@ def test_recall_by_the_ids_a_summary_names() -> None:
         assert o is not None and f"id {o.id}" in answer
         assert (o.text or o.tool_calls[0].arguments) in answer  # verbatim
     assert answer.startswith("Recalled 2 original message(s)")
+
+
+class Patch(BaseModel):
+    path: str
+    lines: list[int] = Field(default_factory=list)
+
+
+def apply(patch: Patch, mode: Literal["dry", "real"] = "dry") -> str:
+    """Apply a patch.
+
+    Args:
+        patch: the patch to apply.
+        mode: dry or real.
+    """
+    return f"{patch.path} {patch.lines} {mode}"
+
+
+def test_tool_schema_of_pydantic_models_and_literals_and_their_validation() -> None:
+    t = as_tool(apply)
+    props = t.parameters["properties"]
+    assert (
+        props["mode"]["enum"] == ["dry", "real"] and props["mode"]["description"] == "dry or real."
+    )
+    assert props["patch"]["description"] == "the patch to apply."
+    ref = props["patch"]["$ref"].rsplit("/", 1)[-1]
+    assert t.parameters["$defs"][ref]["required"] == ["path"]
+    assert t.parameters["required"] == ["patch"]
+    assert asyncio.run(t.run('{"patch": {"path": "a.py", "lines": [3]}}')) == "a.py [3] dry"
+    model = ScriptedModel(
+        [calls(call("apply", {"patch": {"path": "a.py"}, "mode": "bogus"}, cid="x")), "ok"]
+    )
+    Agent(model, tools=[apply]).run_sync("patch it")
+    (answer,) = [m.text for m in model.requests[1] if m.role == "tool"]
+    assert "mode" in answer and "'dry' or 'real'" in answer  # an error result, not a crash
+
+
+def test_an_unresolvable_hint_costs_only_its_own_parameter_and_says_so() -> None:
+    class Local(BaseModel):  # a string annotation cannot see a function's local class
+        x: int
+
+    def use(item: Local, count: int = 1) -> str:
+        """Use it.
+
+        Args:
+            item: the item.
+            count: how many.
+        """
+        return str(count)
+
+    with pytest.warns(UserWarning, match="'item'.*Define the type at module level"):
+        t = as_tool(use)
+    props = t.parameters["properties"]
+    assert props["count"]["type"] == "integer"  # the resolvable one keeps its type
+    assert "type" not in props["item"] and props["item"]["description"] == "the item."

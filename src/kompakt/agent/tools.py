@@ -28,6 +28,7 @@ import asyncio
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_type_hints
@@ -125,10 +126,7 @@ def as_tool(obj: ToolLike, *, name: str | None = None, description: str | None =
 def _arguments_model(
     fn: Callable[..., Any], name: str, docs: Mapping[str, str]
 ) -> type[pydantic.BaseModel]:
-    try:
-        hints = get_type_hints(fn)
-    except Exception:  # unresolvable forward references: fall back to Any
-        hints = {}
+    hints = _hints(fn, name)
     fields: dict[str, Any] = {}
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -140,6 +138,37 @@ def _arguments_model(
         f"{name}_arguments", __config__=pydantic.ConfigDict(extra="forbid"), **fields
     )
     return model
+
+
+def _hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    """Parameter types; one that cannot be resolved (a string annotation naming a class
+    local to a function, say) becomes Any with a warning, and the others keep theirs."""
+    try:
+        return get_type_hints(fn)
+    except Exception:
+        pass
+    scope = dict(getattr(fn, "__globals__", {}))
+    cells = getattr(fn, "__closure__", None) or ()
+    for var, cell in zip(fn.__code__.co_freevars, cells, strict=False):
+        try:
+            scope[var] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    hints: dict[str, Any] = {}
+    for p in inspect.signature(fn).parameters.values():
+        annotation = p.annotation
+        if annotation is p.empty:
+            continue
+        try:
+            hints[p.name] = eval(annotation, scope) if isinstance(annotation, str) else annotation
+        except Exception as e:
+            warnings.warn(
+                f"tool {name!r}: cannot resolve the type of parameter {p.name!r} "
+                f"({annotation!r}: {e}); its schema accepts any value. Define the type "
+                "at module level.",
+                stacklevel=4,
+            )
+    return hints
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
