@@ -295,6 +295,14 @@ def test_bad_input_batch_and_usage_errors(tmp_path: Path) -> None:
     )
 
 
+def test_an_empty_transcript_is_inspected_and_compacted_but_not_replayed(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    assert invoke("inspect", str(empty), "--json").json()["tokens"] == 0
+    assert invoke("compact", str(empty), "--budget", "100").stdout.strip() == "[]"
+    assert_one_line_error(invoke("replay", str(empty), "--budget", "100"), "no messages")
+
+
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     r = run("--debug", "inspect", str(bad_inputs(tmp_path)["malformed"]))
     assert r.code != 0 and "Traceback" in r.stderr and "MessageError" in r.stderr

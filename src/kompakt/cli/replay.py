@@ -22,7 +22,7 @@ from kompakt.cli.common import (
     resolve_budget,
 )
 from kompakt.cli.errors import handled
-from kompakt.errors import BudgetImpossible
+from kompakt.errors import BudgetImpossible, InputError
 from kompakt.eval.compactors import DEFAULT_TARGET
 from kompakt.eval.replay import CompactorLike, ReplayEvent, ReplayResult, replay
 from kompakt.eval.report import replay_report
@@ -219,6 +219,8 @@ def replay_command(
         tok = load_tokenizer(tokenizer)
         conv = read_conversation(file, fmt)
         messages = list(conv)
+        if not messages:
+            raise InputError(f"{file!r} holds no messages: nothing to replay")
         tokens = resolve_budget(budget, count_tokens(messages, tok))
         compactor = build_compactor(
             strategy=strategy,
