@@ -43,6 +43,8 @@ __all__ = [
     "describe_error",
     "estimate_usage",
     "is_transient",
+    "positive_int",
+    "positive_timeout",
     "run_sync",
 ]
 
@@ -249,10 +251,8 @@ class BaseChatModel:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
     ) -> None:
-        if max_retries < 0:
-            raise ConfigError(f"`max_retries` must be >= 0, got {max_retries!r}")
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"`timeout` must be > 0 or None, got {timeout!r}")
+        positive_int("max_retries", max_retries, low=0)
+        positive_timeout(timeout)
         self._name = name
         self.timeout = timeout
         self.max_retries = max_retries
@@ -331,6 +331,23 @@ class BaseChatModel:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def positive_int(name: str, value: object, *, low: int = 1) -> None:
+    """Raise `ConfigError` naming the parameter unless `value` is an int >= `low`.
+
+    >>> positive_int("n", 0)
+    Traceback (most recent call last):
+    kompakt.errors.ConfigError: `n` must be an int >= 1, got 0
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ConfigError(f"`{name}` must be an int >= {low}, got {value!r}")
+
+
+def positive_timeout(timeout: float | None) -> None:
+    """Raise `ConfigError` unless `timeout` is None (no limit) or > 0 seconds."""
+    if timeout is not None and timeout <= 0:
+        raise ConfigError(f"`timeout` must be > 0 or None, got {timeout!r}")
 
 
 def describe_error(exc: BaseException, limit: int = 200) -> str:

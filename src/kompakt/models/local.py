@@ -26,6 +26,7 @@ from kompakt.models.base import (
     ChatResponse,
     Usage,
     assistant_response,
+    positive_int,
 )
 from kompakt.models.openai import json_object_format
 
@@ -77,8 +78,7 @@ class LocalModel(BaseChatModel):
         self.path = Path(path).expanduser() if path is not None else None
         label = self.path.name if self.path is not None else "smollm2"
         super().__init__(name=name or f"local:{label}", timeout=timeout, max_retries=0)
-        if n_ctx < 256:
-            raise ConfigError(f"`n_ctx` must be >= 256, got {n_ctx!r}")
+        positive_int("n_ctx", n_ctx, low=256)
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.temperature = temperature

@@ -15,9 +15,15 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from kompakt.errors import ConfigError
 from kompakt.messages import Message
-from kompakt.models.base import ChatModel, ChatResponse, describe_error, run_sync
+from kompakt.models.base import (
+    ChatModel,
+    ChatResponse,
+    describe_error,
+    positive_int,
+    positive_timeout,
+    run_sync,
+)
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
 from kompakt.models.registry import default_summarizer
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
@@ -99,8 +105,7 @@ class SummarizingStrategy(BaseStrategy):
         positive_int("keep_last", keep_last, low=0)
         positive_int("max_summary_tokens", max_summary_tokens, low=16)
         positive_int("max_input_tokens", max_input_tokens, low=256)
-        if timeout is not None and timeout <= 0:
-            raise ConfigError(f"`timeout` must be > 0 or None, got {timeout!r}")
+        positive_timeout(timeout)
         self.keep_last = keep_last
         self.min_preserved = max(keep_last, 0)
         self.summarizer = summarizer
@@ -388,12 +393,6 @@ class SummarizingStrategy(BaseStrategy):
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def positive_int(name: str, value: object, *, low: int = 1) -> None:
-    """Raise `ConfigError` naming the parameter unless `value` is an int >= `low`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ConfigError(f"`{name}` must be an int >= {low}, got {value!r}")
 
 
 def note_fallback(context: CompactionContext, reason: str) -> None:
