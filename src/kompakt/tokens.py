@@ -129,9 +129,9 @@ class CharEstimator(BaseTokenizer):
         n = MESSAGE_OVERHEAD
         for part in message.content:
             text = part.text
-            if part.kind != "text" or (not text.isascii() and len(text) > _DIRECT_LIMIT):
+            if part.kind != "text" or not text.isascii():  # cached: counting it is dearer
                 return super().count_message(message)
-            n += _ceil(len(text) / cpt) if text.isascii() else self.count_text(text)
+            n += _ceil(len(text) / cpt)
         for call in message.tool_calls:
             name, args = call.name, call.arguments
             if not (name.isascii() and args.isascii()):
@@ -165,8 +165,6 @@ class CharEstimator(BaseTokenizer):
 
 
 _NOT_LATIN = re.compile("[^\u0000-\u024f]")
-_DIRECT_LIMIT = 1_000
-"""Non-ASCII text up to this length is counted directly; longer text goes through the cache."""
 _CLASSES: dict[str, int] = {}
 """Character -> 0 (counts as Latin), 1 (wide: a token each), 2 (other letters: two a token)."""
 

@@ -150,8 +150,12 @@ class View:
             self._dropped_groups += sign
             return
         count = self.index.tokenizer.count_message
-        self._added_tokens += sign * sum(count(m) for m in r)
-        self._added_chars += sign * sum(m.char_count for m in r)
+        if len(r) == 1:
+            self._added_tokens += sign * count(r[0])
+            self._added_chars += sign * r[0].char_count
+        else:
+            self._added_tokens += sign * sum(count(m) for m in r)
+            self._added_chars += sign * sum(m.char_count for m in r)
         self._added_msgs += sign * len(r)
 
     # -- totals (the same names as MessageIndex, so triggers read either) -----------

@@ -81,6 +81,7 @@ class Stop:
         limits = [_token_limit(c) for c in conditions if not isinstance(c, Never)]
         if trigger is not None:
             limits.append(trigger.limit if isinstance(trigger, TokensExceed) else None)
+        self.never = not limits  # nothing but `Never`: run to the end
         self.limit: int | None = (
             None if not limits or None in limits else max(x for x in limits if x is not None)
         )
@@ -89,6 +90,8 @@ class Stop:
 
     def __call__(self) -> bool:
         """The target holds (or the strategy's own trigger is quiet): stop removing."""
+        if self.never:
+            return False
         if self.limit is not None and self.estimate > self.limit + self.margin:
             return False
         self.estimate = self.view.total_tokens
@@ -141,7 +144,10 @@ def _token_limit(t: Trigger) -> int | None:
 
 def has_calls(messages: Sequence[Message]) -> bool:
     """The messages still send an assistant tool call (not collapsed or summarized)."""
-    return any(m.tool_calls for m in messages)
+    for m in messages:
+        if m.tool_calls:
+            return True
+    return False
 
 
 def tool_names(messages: Iterable[Message]) -> set[str]:

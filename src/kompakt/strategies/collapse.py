@@ -162,11 +162,14 @@ def _gist(result: Message | None) -> str:
         end = n if end < 0 else end
         raw = text[start:end].strip()
         start = end + 1
-        line = " ".join(_TAG.sub(" ", _PAIR.sub(r"\1=\2", raw)).split())
+        if "<" in raw:
+            line = " ".join(_TAG.sub(" ", _PAIR.sub(r"\1=\2", raw)).split())
+        else:
+            line = " ".join(raw.split())
         if not line:
             continue
         pieces.append(line)
-        if not _PAIR.fullmatch(raw) or len(pieces) == 3:
+        if "<" not in raw or not _PAIR.fullmatch(raw) or len(pieces) == 3:
             break
     if not pieces:
         return "(empty)"
