@@ -2,10 +2,14 @@
 
 `digest(messages)` reads the span being evicted and keeps, verbatim, what an agent
 needs to go on working: the user's requests, decisions and findings the assistant
-stated, files and paths touched, commands run with their exit status, errors, and
-identifiers, numbers and dates. Candidates are ranked by salience (what kind of
-fact, how recent, how often repeated, whether a command failed or edited a file),
-deduplicated, cut to a token limit and rendered as a note with one section per kind.
+stated, facts and constraints (``must``/``never``/``do not`` rules and statements of
+ids, versions, ports and ``key: value`` settings, from tool output as much as from the
+conversation), files and paths touched, commands run with their exit status (successful
+look-ups on one terse line), errors, and identifiers, numbers and dates. Candidates are
+ranked by salience (what kind of fact, how recent, how often repeated, whether a
+command failed or edited a file; siblings of one command head and near-duplicate
+findings give way), cut to a token limit and rendered as a note with one section per
+kind.
 
 A previous digest inside the span is parsed back into its sections and merged, so
 digests roll: the newest note carries the old one's items forward, ranked again.
