@@ -225,3 +225,25 @@ async def test_every_failed_concept_is_recorded() -> None:
     )
     assert step.fallback is not None
     assert "agent-goal: " in step.fallback and "files: " in step.fallback
+
+
+def test_without_a_model_rules_and_values_from_tool_output_become_facts() -> None:
+    from kompakt.messages import ToolCall
+
+    call = ToolCall(id="c1", name="bash", arguments=json.dumps({"command": "cat deploy.md"}))
+    msgs = [
+        Message.user("Deploy the API " + "please " * 30),
+        Message.assistant("Reading the deploy notes.", tool_calls=[call]),
+        Message.tool(
+            "# Deploy\nThe API port must stay 8443 behind the proxy.\nRelease tag is REL-2024-07.",
+            tool_call_id="c1",
+        ),
+        Message.assistant("Understood. " * 30),
+        Message.user("go on"),
+    ]
+    view = View(MessageIndex(msgs))
+    strategy = kompakt.FactRetrieval(kompakt.CODING_AGENT_CONCEPTS, keep_last=1)
+    assert strategy.apply(view, CompactionContext(view))
+    facts = [f for values in strategy.facts_for(view).values() for f in values]
+    assert "The API port must stay 8443 behind the proxy." in facts
+    assert "Release tag is REL-2024-07." in facts

@@ -61,6 +61,10 @@ _SECTION_WORDS: dict[str, frozenset[str]] = {
     ),
     "commands": _words("tool tools results result commands command ran run outcome tests test"),
     "errors": _words("errors error failures failure problems issues bugs findings status"),
+    "facts": _words(
+        "facts fact constraints constraint rules rule requirements must values value settings "
+        "configuration config versions version dependencies environment key findings decisions"
+    ),
     "earlier": frozenset(),
 }
 _STOP = _words(
