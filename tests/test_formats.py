@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from data_files import TRANSCRIPTS
+from kompakt.compactor import apply_compaction
 from kompakt.errors import ConfigError, FormatError, InvalidConversation, MessageError
 from kompakt.formats import (
     FORMATS,
@@ -25,6 +26,8 @@ from kompakt.formats import (
     to_dicts,
 )
 from kompakt.messages import Message, ToolCall
+from kompakt.strategies import Budgeted
+from kompakt.tokens import CharEstimator
 from kompakt.validation import find_problems, validate
 from strategies_conv import conversations
 
@@ -477,6 +480,26 @@ def test_swe_agent_bad_repr_is_rejected_with_index_and_field() -> None:
     )
     with pytest.raises(MessageError, match="message 3: field 'tool_call_ids'"):
         load(swe_doc([], ids=[]))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in TRANSCRIPTS if p.name.endswith(".traj")],
+    ids=ids([p for p in TRANSCRIPTS if p.name.endswith(".traj")]),
+)
+def test_swe_agent_task_is_pinned_when_observations_are_user_messages(path: Path) -> None:
+    """In SWE-agent's text mode the task is not the last user message: it is pinned instead,
+    so no strategy truncates it away; the document still round-trips."""
+    conv = load(path)
+    users = [m for m in conv if m.role == "user"]
+    assert users[0].pinned is (len(users) > 1)
+    assert not any(m.pinned for m in conv if m is not users[0])
+    assert dump(conv) == json.loads(path.read_text())
+    budget = sum(CharEstimator().count_message(m) for m in conv[:2]) + 2 * sum(
+        CharEstimator().count_message(m) for m in conv[-2:]
+    )
+    out = apply_compaction(conv, Budgeted(budget))
+    assert users[0] in out
 
 
 def test_openai_messages_as_swe_agent_history() -> None:

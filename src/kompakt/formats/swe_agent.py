@@ -48,10 +48,24 @@ def from_swe_agent(doc: Any) -> tuple[list[Message], dict[str, Any] | None]:
         raise FormatError(f"SWE-agent input must be a document, got {type(doc).__name__}")
     normalised = [_normalise(item, i) for i, item in enumerate(items)]
     msgs = from_openai_indexed((i, d) for i, (d, _) in enumerate(normalised))
-    return [
+    msgs = [
         m.evolve(extra=with_hints(dict(m.extra), _FMT, **h)) if h else m
         for m, (_, h) in zip(msgs, normalised, strict=True)
-    ], envelope
+    ]
+    return _pin_task(msgs), envelope
+
+
+def _pin_task(msgs: list[Message]) -> list[Message]:
+    """Pin the task when observations come back as user messages (SWE-agent's text mode).
+
+    There the task (the first user message) is not the last user message, which every
+    strategy keeps anyway; pinned, it is never truncated or dropped (the peers' "original
+    request truncated away"). `pinned` is not written back: the document round-trips.
+    """
+    users = [i for i, m in enumerate(msgs) if m.role == "user"]
+    if len(users) > 1:
+        msgs[users[0]] = msgs[users[0]].evolve(pinned=True)
+    return msgs
 
 
 def _normalise(item: Any, i: int) -> tuple[Any, dict[str, Any]]:
