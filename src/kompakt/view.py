@@ -236,15 +236,23 @@ class View:
         groups = self.index.groups
         start = max(start, self._settle(originals_only))
         firsts = sorted(i for i in revisit if i < start)
-        for i in (*firsts, *range(start, len(groups))):
+        replaced = self._replaced
+        idx = self.index
+        for i in (*firsts, *range(start, len(groups))) if firsts else range(start, len(groups)):
             g = groups[i]
             if wanted is not None and g.kind not in wanted:
                 continue
-            if originals_only and g.index in self._replaced:
+            r = replaced.get(i)
+            if r is not None and (originals_only or not r):  # replaced, or dropped
                 continue
-            if self.is_dropped(g.index) or self.protected(g.index, min_preserved):
+            # protected(), inlined: this is the loop every strategy walks
+            if g.kind == "system" or g.pinned or g.open_calls or i == idx.last_user_group:
                 continue
-            yield g.index
+            if i >= len(groups) - min_preserved or (
+                r is not None and any(m.is_protected for m in r)
+            ):
+                continue
+            yield i
 
     def _settle(self, originals_only: bool) -> int:
         """Advance the settled prefix for this kind of walk; return where to start."""
