@@ -118,11 +118,16 @@ def test_the_current_request_survives_every_cheap_strategy(name: str) -> None:
     assert _tokens(out) <= 5_000
 
 
-@pytest.mark.parametrize("path", MINI[:4], ids=lambda p: p.name)
+TEXT_MODE = [p for p in TRANSCRIPTS if p.name.endswith(".traj")][:6]
+"""SWE-agent runs; in text mode their observations are user messages, so the task is not last."""
+
+
+@pytest.mark.parametrize("path", MINI[:4] + TEXT_MODE, ids=lambda p: p.name[:40])
 @pytest.mark.parametrize("fraction", [0.5, 0.2, 0.05])
 def test_the_task_survives_on_real_runs(path: Path, fraction: float) -> None:
     msgs = list(kompakt.load(path))
-    budget = max(int(_tokens(msgs) * fraction), _tokens([*msgs[:2], msgs[-1]]) + 200)
+    core = _tokens([*msgs[:2], *msgs[-2:]]) + 200
+    budget = max(int(_tokens(msgs) * fraction), core)
     out = _rendered(msgs, kompakt.Budgeted(budget))
     task = next(m for m in msgs if m.role == "user")
     assert out[:2] == msgs[:2] and task in out  # system prompt and the task, verbatim
