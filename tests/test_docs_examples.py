@@ -41,9 +41,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
 }
 NOT_RUNNABLE: dict[tuple[str, str], str] = {
     # blocks on pages this file's author does not own; their owners may use the marker instead
-    ("docs/agent.md", 'kompakt.model_from_string("openai:gpt-4.1-mini")'): (
-        "a real OpenAI model needs an API key and network"
-    ),
 }
 
 
