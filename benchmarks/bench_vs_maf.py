@@ -26,6 +26,13 @@ compact_to=budget)`, harness `SlidingWindowCompaction(keep_tokens=budget)`, komp
 
     python benchmarks/bench_vs_maf.py                       # 1k, 10k, 50k messages
     python benchmarks/bench_vs_maf.py --sizes 1000,3000 --limit 30 --repeat 5
+    python benchmarks/bench_vs_maf.py --replay 5000         # kompakt only: see below
+
+``--replay N`` measures what an agent loop pays instead: the same conversation arrives
+one message at a time and a persistent `Compactor` compacts whenever its trigger fires
+(nearly every turn once the history is over 20k tokens), with `CollapseToolResults` and
+with the default `Budgeted` chain; each compaction should cost what is new, not the
+history.
 """
 
 from __future__ import annotations
@@ -139,7 +146,8 @@ def to_maf(specs: list[Spec]) -> list[Any]:
             call = Content.from_function_call(cid, name, arguments=args)
             out.append(MafMessage("assistant", [call]))
         elif s.role == "tool":
-            out.append(MafMessage("tool", [Content.from_function_result(s.call_id, result=s.text)]))
+            result = Content.from_function_result(s.call_id or "", result=s.text)
+            out.append(MafMessage("tool", [result]))
         else:
             out.append(MafMessage(s.role, [Content.from_text(s.text)]))
     return out
@@ -347,7 +355,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--repeat", type=int, default=3, help="repetitions of each cold measurement")
     p.add_argument("--turns", type=int, default=5, help="appended turns measured for the peers")
     p.add_argument("--peers", default=",".join(PEERS), help="peers to compare, comma-separated")
+    p.add_argument("--replay", type=int, default=0, help="kompakt only: replay N messages")
     args = p.parse_args(argv)
+    if args.replay:
+        replay(args.replay)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     found = available_peers()
     peers = [x for x in args.peers.split(",") if x in found]
@@ -388,6 +400,28 @@ def main(argv: list[str] | None = None) -> None:
                 after = [f"(history: {tokens:,})"]
             print(line + "  " + " / ".join(after))
             sys.stdout.flush()
+
+
+def replay(n: int) -> None:
+    """Append `n` messages one by one, compacting whenever the trigger fires."""
+    print(f"kompakt: {n:,} messages appended one at a time, compacting whenever over 20k tokens")
+    compactors: list[tuple[str, Callable[[], Compactor]]] = [
+        ("CollapseToolResults", lambda: Compactor(TokensExceed(20_000), _collapse())),
+        ("Budgeted(20k), default chain", lambda: Compactor(strategy=Budgeted(20_000))),
+    ]
+    for label, make in compactors:
+        index = MessageIndex(tokenizer=CharEstimator())
+        compactor = make()
+        times: list[float] = []
+        for m in to_kompakt(conversation(n)):
+            index.append(m)
+            t0 = time.perf_counter()
+            if compactor.check(index):
+                compactor.compact(index)
+                times.append(time.perf_counter() - t0)
+        total = fmt_time(sum(times))
+        each = fmt_time(statistics.median(times)) if times else "-"
+        print(f"  {label:<30} {len(times):>6,} compactions, {total} in all, median {each} each")
 
 
 def _collapse() -> CollapseToolResults:
