@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from kompakt.errors import BudgetImpossible
 from kompakt.strategies._common import COMPOSITE, check_count, run_strategy_sync
@@ -10,6 +10,7 @@ from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
     BaseStrategy,
     CompactionContext,
+    Step,
     StrategyLike,
     run_strategy,
 )
@@ -135,36 +136,30 @@ class Budgeted(BaseStrategy):
         return fits and (fallback is not None or self.early_stop)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        if view.total_tokens <= self.token_budget:
-            return False
-        context.note(detail=COMPOSITE)
-        chain, held = self._contexts(context)
         changed = False
-        for s, fallback in self._stages():
-            if self._skip(view, fallback):
-                continue
-            step = run_strategy_sync(s, view, chain if fallback is None else held)
-            if fallback is not None:  # a chain step keeps the fallback it recorded itself
-                step.fallback = fallback if step.changed else None
-            changed |= step.changed
-        self._finish(view, context)
+        for s, ctx, fallback in self._plan(view, context):
+            changed |= _record(run_strategy_sync(s, view, ctx), fallback)
         return changed
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
+        changed = False
+        for s, ctx, fallback in self._plan(view, context):
+            changed |= _record(await run_strategy(s, view, ctx), fallback)
+        return changed
+
+    def _plan(
+        self, view: View, context: CompactionContext
+    ) -> Iterator[tuple[StrategyLike, CompactionContext, str | None]]:
+        """Each stage to run now, with its context and why it is a fallback (lazily: a
+        stage is skipped once the budget holds); at the end, the budget check."""
         if view.total_tokens <= self.token_budget:
-            return False
+            return
         context.note(detail=COMPOSITE)
         chain, held = self._contexts(context)
-        changed = False
         for s, fallback in self._stages():
-            if self._skip(view, fallback):
-                continue
-            step = await run_strategy(s, view, chain if fallback is None else held)
-            if fallback is not None:  # a chain step keeps the fallback it recorded itself
-                step.fallback = fallback if step.changed else None
-            changed |= step.changed
+            if not self._skip(view, fallback):
+                yield s, (chain if fallback is None else held), fallback
         self._finish(view, context)
-        return changed
 
     def _finish(self, view: View, context: CompactionContext) -> None:
         if view.total_tokens <= self.token_budget:
@@ -176,6 +171,12 @@ class Budgeted(BaseStrategy):
 
     def __repr__(self) -> str:
         return f"Budgeted({self.token_budget}, {self.strategies!r})"
+
+
+def _record(step: Step, fallback: str | None) -> bool:
+    if fallback is not None:  # a chain step keeps the fallback it recorded itself
+        step.fallback = fallback if step.changed else None
+    return step.changed
 
 
 def default_chain(
