@@ -144,10 +144,7 @@ def _token_limit(t: Trigger) -> int | None:
 
 def has_calls(messages: Sequence[Message]) -> bool:
     """The messages still send an assistant tool call (not collapsed or summarized)."""
-    for m in messages:
-        if m.tool_calls:
-            return True
-    return False
+    return any(m.tool_calls for m in messages)
 
 
 def tool_names(messages: Iterable[Message]) -> set[str]:
