@@ -81,7 +81,7 @@ def batch_command(
         typer.Option(
             "--ray",
             help="Run as Ray tasks: 'local' or a cluster address "
-            "(ray://host:10001, auto). Needs the [ray] extra.",
+            "(ray://host:10001, auto). Needs the kompakt\\[ray] extra.",
         ),
     ] = None,
     source_format: FormatOpt = None,
