@@ -39,7 +39,7 @@ def demo_command(
         str, typer.Option("--budget", "-b", help="Token budget: tokens or a fraction of the run.")
     ] = "0.35",
     strategy: Annotated[
-        str, typer.Option("--strategy", "-s", help="Strategy (default: the extractive digest).")
+        str, typer.Option("--strategy", "-s", help="Any strategy replay takes.")
     ] = "digest",
 ) -> None:
     """Replay a recorded agent run shipped with kompakt, offline, and write an HTML report.
