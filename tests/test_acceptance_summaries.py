@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
+
+import pytest
 
 import kompakt
 from kompakt import Message, ToolCall
+from kompakt.formats import load
 from kompakt.models import ScriptedModel
+from kompakt.strategies._summarizer import SummarizingStrategy
+from kompakt.validation import find_problems
 
 
 def _history(steps: int = 30) -> list[Message]:
@@ -89,3 +95,56 @@ def test_no_summarizer_anywhere_uses_the_digest() -> None:
     summary = next(m for m in out if m.synthetic == "summary")
     assert "src/0.py" in summary.text  # the extractive digest keeps paths verbatim
     kompakt.validate(out, dialect="anthropic")
+
+
+# -- a summary that fits the budget (real transcripts) -------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+RUNS = sorted((DATA / "mini-swe-agent").glob("*.traj.json"))
+needs_data = pytest.mark.skipif(not RUNS, reason="transcripts in ../shared/data are missing")
+LONG_ANSWER = "## Goal\n" + "- a finding about src/app/models.py that goes on and on\n" * 400
+
+
+def _summarizing(kind: str) -> SummarizingStrategy:
+    if kind == "digest":
+        return kompakt.ExtractiveDigest(keep_last=2)
+    return kompakt.Summarize(keep_last=2, summarizer=ScriptedModel(LONG_ANSWER))
+
+
+def _check_fits(out: list[Message], budget: int) -> None:
+    assert [m.synthetic for m in out].count("summary") == 1
+    assert kompakt.MessageIndex(out).total_tokens <= budget
+    assert not find_problems(out, "openai") and not find_problems(out, "anthropic")
+
+
+@needs_data
+@pytest.mark.parametrize("kind", ["digest", "summarize"])
+@pytest.mark.parametrize("fraction", [0.2, 0.1])
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.name.split(".")[0])
+def test_a_tight_budget_keeps_one_summary_that_fits(path: Path, fraction: float, kind: str) -> None:
+    msgs = list(load(path))
+    budget = int(kompakt.MessageIndex(msgs).total_tokens * fraction)
+    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(budget, [_summarizing(kind)]))
+    _check_fits(out, budget)
+    summary = next(m for m in out if m.synthetic == "summary")
+    assert "## " in summary.text  # a note with content, not a bare header
+
+
+@needs_data
+@pytest.mark.parametrize("kind", ["digest", "summarize"])
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.name.split(".")[0])
+def test_rolling_over_a_growing_run_keeps_one_summary(path: Path, kind: str) -> None:
+    msgs = list(load(path))
+    budget = kompakt.MessageIndex(msgs).total_tokens // 10
+    compactor = kompakt.Compactor(
+        trigger=kompakt.TokensExceed(budget),
+        strategy=kompakt.Budgeted(budget, [_summarizing(kind)]),
+    )
+    half = len(msgs) // 2
+    while msgs[half].role == "tool":  # cut between turns, not inside a call's results
+        half += 1
+    index = kompakt.MessageIndex(msgs[:half])
+    for more in ([], msgs[half:]):
+        index.extend(more)
+        view, _ = compactor.compact(index)
+        _check_fits(view.render(), budget)

@@ -27,8 +27,9 @@ from kompakt.models.base import (
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
 from kompakt.models.registry import default_summarizer
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.strategies.truncation import holds_summary
 from kompakt.tokens import Tokenizer
-from kompakt.triggers import Trigger, TriggerLike, as_trigger
+from kompakt.triggers import TokensBelow, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
 SYSTEM_PROMPT = (
@@ -53,6 +54,9 @@ questions)."""
 _HEADER_RE = re.compile(r"^\[Summary of [^\n]*\]\n?")
 _FENCE_RE = re.compile(r"<(/?)(transcript|previous_summary|message)\b", re.IGNORECASE)
 
+
+MIN_NOTE_TOKENS = 60
+"""The smallest note worth writing: below it the span is dropped (an earlier summary kept)."""
 
 T = TypeVar("T")
 
@@ -175,12 +179,50 @@ class SummarizingStrategy(BaseStrategy):
         return default_summarizer()
 
     def room(self, view: View, context: CompactionContext, span_tokens: int) -> int:
-        """Tokens the summary may take: its limit, half the span, what the budget leaves."""
-        limit = min(self.max_summary_tokens, max(16, span_tokens // 2))
-        if context.budget is not None:
+        """Tokens the summary may take: its limit, half the span, what the budget (or the
+        target) leaves once the span is gone (an estimate of the note's header aside)."""
+        limit = self.size_limit(span_tokens)
+        cap = ceiling(context)
+        if cap is not None:
             rest = view.total_tokens - span_tokens
-            limit = min(limit, context.budget - rest - 48)  # the note's header and overhead
+            limit = min(limit, cap - rest - 48)  # the note's header and overhead
         return limit
+
+    def size_limit(self, span_tokens: int) -> int:
+        """The note's own limit, budget aside: `max_summary_tokens`, at most half the span."""
+        return min(self.max_summary_tokens, max(16, span_tokens // 2))
+
+    def note_limit(self, view: View, context: CompactionContext, span: Span) -> Fit | None:
+        """How big the note of `span` may be so that it fits under the budget (or target).
+
+        The room is what is left once the span is gone. When that is less than a minimal
+        note (`MIN_NOTE_TOKENS`), it is what is left once the newest originals `Budgeted`'s
+        last resort drops go too (they give way to the note). None: not even a minimal
+        note fits next to the protected core and the summaries.
+        """
+        limit = self.size_limit(span.tokens)
+        cap = ceiling(context)
+        if cap is None:
+            return Fit(limit, cap)
+        header = self.header_tokens(view, context, span)
+        need = min(limit, MIN_NOTE_TOKENS)
+        left = cap - (view.total_tokens - span.tokens) - header
+        if left >= need:
+            return Fit(min(limit, left), cap)
+        left, gone = room_after_drops(view, span, left, need)
+        if left >= need:
+            return Fit(min(limit, left), cap, crowding=gone)
+        return None
+
+    def header_tokens(self, view: View, context: CompactionContext, span: Span) -> int:
+        """What the note costs besides its text (its header line, the message overhead)."""
+        covered = sum(view.index.groups[g].size for g in span.all_groups)
+        empty = self.summary_message("", covered, model=self.model_name(context), kind=self.name)
+        return view.index.tokenizer.count_message(empty) + 2  # the newline after the header
+
+    def model_name(self, context: CompactionContext) -> str:
+        model = self.model_for(context)
+        return model.name if model is not None else "digest"
 
     async def produce(
         self,
@@ -351,11 +393,8 @@ class SummarizingStrategy(BaseStrategy):
     ) -> Message | None:
         """Stand the summary in for `groups`; None (and no change) when it would not
         be smaller than what it replaces."""
-        model = self.model_for(context)
         covered = sum(view.index.groups[g].size for g in groups)
-        msg = self.summary_message(
-            text, covered, model=model.name if model else "digest", kind=self.name
-        )
+        msg = self.summary_message(text, covered, model=self.model_name(context), kind=self.name)
         now = sum(rendered_tokens(view, g) for g in groups)
         if view.index.tokenizer.count_message(msg) >= now:
             context.note(detail=f"{self.name}: the summary would not be smaller than its span")
@@ -369,30 +408,140 @@ class SummarizingStrategy(BaseStrategy):
         span = self.select_span(view)
         if not span.messages:
             return False
-        limit = self.room(view, context, span.tokens)
-        previous = "\n\n".join(strip_header(m.text) for m in span.previous)
-        text = _digest_of(span.messages, previous, limit, view.index.tokenizer)
-        return self.finish(view, context, span, text)
+        return self.finish(view, context, span, None)
 
-    def finish(self, view: View, context: CompactionContext, span: Span, text: str) -> bool:
-        """Place `text` for the span, or drop the span when no summary fits."""
-        groups = span.all_groups
-        tok = view.index.tokenizer
-        limit = self.room(view, context, span.tokens)
-        if text and tok.count_text(text) > max(limit, 0):  # within tolerance: cut the tail
-            from kompakt.strategies.digest import clamp_tokens
+    def finish(
+        self,
+        view: View,
+        context: CompactionContext,
+        span: Span,
+        text: str | None,
+        *,
+        source: Sequence[Message] | None = None,
+    ) -> bool:
+        """Place a note for the span that fits under the budget (or target).
 
-            text = clamp_tokens(text, limit, tok) if limit > 16 else ""
-        if limit <= 16:  # the budget leaves no room: drop, the originals stay in the history
-            note_fallback(context, "no room for a summary within the budget; span dropped")
-            for g in groups:
-                view.drop(g)
-            context.note(groups_dropped=len(span.groups))
-            return True
-        return self.place(view, context, groups, text) is not None
+        `text` is a model's summary (trimmed at a line boundary when too long); None
+        means the extractive digest of `source` (default: the span and its earlier
+        summaries), re-run at a smaller limit when the room shrinks. When not even a
+        minimal note fits, the span is dropped and an earlier summary kept.
+        """
+        fit = self.note_limit(view, context, span)
+        if fit is None:
+            return self.drop_span(view, context, span)
+        digest_input = (list(span.messages if source is None else source), previous_of(span))
+        if fit.crowding:
+            note_fallback(
+                context,
+                f"room for a {fit.limit}-token summary only once {fit.crowding} newest "
+                "original group(s) give way to it",
+            )
+        limit, placed = fit.limit, False
+        for _ in range(3):  # the room is exact but for the tokenizer's joins: re-check
+            fitted = self.fit_text(context, text, digest_input, limit)
+            if self.place(view, context, span.all_groups, fitted) is None:
+                break  # not smaller than the span, or than the note placed before
+            placed = True
+            excess = 0 if fit.cap is None or fit.crowding else view.total_tokens - fit.cap
+            if excess <= 0 or limit <= 16:
+                break
+            limit = max(16, limit - excess)
+        if placed and limit < self.size_limit(span.tokens):
+            context.note(detail=f"{self.name}: note shrunk to {limit} tokens to fit")
+        return placed
+
+    def fit_text(
+        self,
+        context: CompactionContext,
+        text: str | None,
+        digest_input: tuple[list[Message], str],
+        limit: int,
+    ) -> str:
+        """`text` within `limit` tokens: cut at a line boundary, else the digest."""
+        tok = context.view.index.tokenizer
+        if text and tok.count_text(text) <= limit:
+            return text
+        if text:
+            trimmed = trim_lines(text, limit, tok)
+            if trimmed:
+                return trimmed
+            note_fallback(context, "the summary did not fit the room; used the extractive digest")
+        messages, previous = digest_input
+        return _digest_of(messages, previous, limit, tok)
+
+    def drop_span(self, view: View, context: CompactionContext, span: Span) -> bool:
+        """Drop the span but for an earlier summary in it: `Budgeted`'s last resort drops
+        originals before summaries, so the run keeps a trace of its past."""
+        kept = [g for g in span.groups if any(m.synthetic == "summary" for m in view.rendered(g))]
+        dropped = [g for g in span.groups if g not in kept]
+        for g in dropped:
+            view.drop(g)
+        reason = "no room for even a minimal summary within the budget; span dropped"
+        note_fallback(context, reason + (", the earlier summary kept" if kept else ""))
+        context.note(groups_dropped=len(dropped))
+        return bool(dropped)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How big a note may be: `limit` tokens of text; `cap` the budget or target it
+    must fit (None: no limit); `crowding`: how many of the newest original groups must
+    go for it to fit (`Budgeted`'s last resort drops them)."""
+
+    limit: int
+    cap: int | None
+    crowding: int = 0
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def ceiling(context: CompactionContext) -> int | None:
+    """The tokens the view must fit: the budget (inside `Budgeted`), else a `TokensBelow`
+    target's limit, else None."""
+    if context.budget is not None:
+        return context.budget
+    target = context.target
+    return target.limit if isinstance(target, TokensBelow) else None
+
+
+def room_after_drops(view: View, span: Span, room: int, need: int) -> tuple[int, int]:
+    """Drop, in thought, what `Budgeted`'s last resort drops first (originals outside
+    the span, oldest first; never protected groups or summaries) until `need` tokens are
+    free: ``(room then, groups that go)``; the room stays below `need` when even that
+    is not enough."""
+    inside = set(span.all_groups)
+    gone = 0
+    for g in range(view.index.group_count):
+        if room >= need:
+            break
+        if g in inside or view.is_dropped(g) or view.protected(g) or holds_summary(view, g):
+            continue
+        room += rendered_tokens(view, g)
+        gone += 1
+    return room, gone
+
+
+def previous_of(span: Span) -> str:
+    """The text of the earlier summaries in the span, headers left out."""
+    return "\n\n".join(strip_header(m.text) for m in span.previous)
+
+
+def trim_lines(text: str, limit: int, tok: Tokenizer) -> str:
+    """The longest run of whole first lines of `text` within `limit` tokens, without a
+    dangling heading at its end ("" when not even the first line fits)."""
+    lines = text.splitlines()
+    lo, hi = 0, len(lines)
+    while lo < hi:  # the most lines that fit
+        mid = (lo + hi + 1) // 2
+        if tok.count_text("\n".join(lines[:mid])) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    kept = lines[:lo]
+    while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("#")):
+        kept.pop()
+    return "\n".join(kept)
 
 
 def note_fallback(context: CompactionContext, reason: str) -> None:
@@ -475,7 +624,9 @@ def clamp_message(m: Message, max_tokens: int, tok: Tokenizer) -> Message:
 __all__ = [
     "DEFAULT_MIN_PRESERVED",
     "DEFAULT_TEMPLATE",
+    "MIN_NOTE_TOKENS",
     "SYSTEM_PROMPT",
+    "Fit",
     "Rejected",
     "Span",
     "SummarizingStrategy",
@@ -483,7 +634,9 @@ __all__ = [
     "fence",
     "note_fallback",
     "positive_int",
+    "previous_of",
     "render_transcript",
     "rendered_tokens",
     "strip_header",
+    "trim_lines",
 ]

@@ -39,7 +39,7 @@ from kompakt.strategies._summarizer import (
     Span,
     SummarizingStrategy,
     positive_int,
-    strip_header,
+    previous_of,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
 from kompakt.triggers import TriggerLike
@@ -63,23 +63,23 @@ class _ModelStrategy(SummarizingStrategy):
     """Shared by the strategies of this module."""
 
     def previous_text(self, span: Span) -> str:
-        return "\n\n".join(strip_header(m.text) for m in span.previous)
+        return previous_of(span)
 
     async def summarize_span(
         self, view: View, context: CompactionContext, span: Span, *, merge: bool = True
     ) -> bool:
-        limit = self.room(view, context, span.tokens)
-        if limit <= 16:
-            return self.finish(view, context, span, "")
+        fit = self.note_limit(view, context, span)
         if self.rolling:
             previous, inputs = self.previous_text(span), span.messages
         else:  # Koog's behaviour: re-read every original the summary stands for
             previous, inputs = "", self.originals(view, span)
+        if fit is None or self.model_for(context) is None:  # dropped, or the digest's own size
+            return self.finish(view, context, span, None, source=None if self.rolling else inputs)
         tok = view.index.tokenizer
-        if previous and tok.count_text(previous) > limit // 2:
+        if previous and tok.count_text(previous) > fit.limit // 2:
             merge = True  # an accumulated summary that grew too big is folded once
-        text = await self.produce(context, inputs, previous, limit, merge=merge)
-        return self.finish(view, context, span, text)
+        text = await self.produce(context, inputs, previous, fit.limit, merge=merge)
+        return self.finish(view, context, span, text, source=None if self.rolling else inputs)
 
 
 class Summarize(_ModelStrategy):
@@ -305,8 +305,8 @@ class Chunked(_ModelStrategy):
         texts = await asyncio.gather(*(one(s) for s in spans))
         changed = False
         for span, text in zip(spans, texts, strict=True):
-            if limit <= 16:
-                changed |= self.finish(view, context, span, "")
+            if limit <= 16:  # no room shared out: each chunk fits what is left, or goes
+                changed |= self.finish(view, context, span, None)
             else:
                 changed |= self.place(view, context, span.all_groups, text) is not None
         return changed
