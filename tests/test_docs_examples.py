@@ -228,3 +228,20 @@ def test_marked_blocks_give_a_reason() -> None:
         assert any(str(b.page.relative_to(ROOT)) == page and line in b.code for b in BLOCKS), (
             f"stale entry: no block of {page} contains {line!r}"
         )
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_docs_index_links_every_page() -> None:
+    index = ROOT / "docs" / "index.md"
+    linked = {(index.parent / link).resolve() for link in LINK.findall(index.read_text())}
+    pages = {p.resolve() for p in PAGES if p.parent != ROOT and p != index}
+    assert pages - linked == set(), "docs/index.md must link every page"
+
+
+def test_relative_links_resolve() -> None:
+    for page in PAGES:
+        for link in LINK.findall(page.read_text(encoding="utf-8")):
+            if "://" not in link and not link.startswith("mailto:"):
+                assert (page.parent / link).exists(), f"{page.relative_to(ROOT)}: {link}"
