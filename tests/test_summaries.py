@@ -17,6 +17,7 @@ import kompakt
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ExtractiveModel, ScriptedModel
+from kompakt.models.extractive import LIMIT_KEY
 from kompakt.strategies import (
     Budgeted,
     Chunked,
@@ -28,7 +29,7 @@ from kompakt.strategies import (
     WholeHistory,
     run_strategy,
 )
-from kompakt.strategies._summarizer import DEFAULT_TEMPLATE, SYSTEM_PROMPT
+from kompakt.strategies._summarizer import DEFAULT_TEMPLATE, SYSTEM_PROMPT, strip_header, trim_lines
 from kompakt.validation import find_problems
 from kompakt.view import View
 
@@ -330,6 +331,80 @@ async def test_extractive_digest_strategy_rolls_its_own_note() -> None:
     await run(strategy, view)
     (note,) = summaries(view)
     assert "m0.py" in note.text and "m3.py" in note.text  # the old note carried forward
+
+
+# -- the note fits the room the budget leaves ------------------------------------------------------
+
+
+def _answer_over_the_limit(request: Sequence[Message]) -> str:
+    """About 1.3 times the asked-for size, in whole lines: long, but not rejected."""
+    limit = int(request[1].metadata[LIMIT_KEY])
+    tok = MessageIndex([]).tokenizer
+    lines = ["## Decisions"]
+    while tok.count_text("\n".join(lines)) < limit * 1.3:
+        lines.append(f"- finding {len(lines)}: src/mod{len(lines)}.py keeps its cache")
+    return "\n".join(lines)
+
+
+async def test_a_long_answer_is_cut_at_a_line_boundary_to_fit_the_budget() -> None:
+    msgs = conversation(10)
+    budget = 1_300
+    model = ScriptedModel(_answer_over_the_limit)
+    out = await kompakt.apply_compaction_async(
+        msgs, Budgeted(budget, [Summarize(keep_last=2, summarizer=model)])
+    )
+    assert MessageIndex(out).total_tokens <= budget and not find_problems(out)
+    (summary,) = [m for m in out if m.synthetic == "summary"]
+    body = strip_header(summary.text).splitlines()
+    answer = _answer_over_the_limit(model.requests[0]).splitlines()
+    assert body == answer[: len(body)] and 2 < len(body) < len(answer)  # whole lines, a prefix
+
+
+async def test_the_digest_is_rerun_smaller_to_fit_a_target() -> None:
+    idx = MessageIndex(conversation(10))
+    last_user = idx.last_user_group
+    assert last_user is not None
+    stay = {0, last_user, idx.group_count - 2, idx.group_count - 1}
+    kept = sum(idx.groups[g].tokens for g in stay)
+    view = View(idx)
+    target = kept + 150  # far less than the digest's own 800-token limit
+    step = await run(ExtractiveDigest(keep_last=2), view, target=kompakt.TokensBelow(target))
+    assert view.total_tokens <= target and len(summaries(view)) == 1
+    assert "## User requests" in summaries(view)[0].text
+    assert "shrunk" in step.detail
+
+
+async def test_with_no_room_for_any_note_the_earlier_summary_stays() -> None:
+    idx = MessageIndex(conversation(4))
+    view = View(idx)
+    strategy = ExtractiveDigest(keep_last=2)
+    await run(strategy, view)
+    (earlier,) = summaries(view)
+    idx.extend([*turn(4), Message.user("the new request " * 300)])
+    core = idx.groups[0].tokens + idx.groups[-1].tokens
+    step = await run(strategy, view, budget=core + 30)  # not even a minimal note fits
+    assert summaries(view) == [earlier]  # the old note is kept; the new span is dropped
+    assert step.groups_dropped > 0 and step.groups_replaced == 0
+    assert step.fallback is not None and "earlier summary kept" in step.fallback
+    assert not find_problems(view.render())
+
+
+async def test_a_minimal_note_pushes_out_the_newest_originals_inside_budgeted() -> None:
+    msgs = [*conversation(6), Message.user("and now the docs, please")]
+    idx = MessageIndex(msgs)
+    core = idx.groups[0].tokens + idx.groups[-1].tokens
+    budget = core + 140  # room for a note only once the newest tool group goes
+    out = kompakt.apply_compaction(msgs, Budgeted(budget, [ExtractiveDigest(keep_last=3)]))
+    assert [m.synthetic for m in out].count("summary") == 1
+    assert MessageIndex(out).total_tokens <= budget and not find_problems(out)
+    assert out[-1] == msgs[-1]  # the last user message stays verbatim
+
+
+def test_trim_lines_keeps_whole_lines_and_no_dangling_heading() -> None:
+    tok = MessageIndex([]).tokenizer
+    text = "## Goal\n- fix the parser\n## Next steps\n- " + "run the whole suite " * 20
+    assert trim_lines(text, 12, tok) == "## Goal\n- fix the parser"
+    assert trim_lines(text, 1, tok) == ""
 
 
 def test_bad_options() -> None:
