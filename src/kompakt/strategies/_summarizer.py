@@ -429,7 +429,9 @@ class SummarizingStrategy(BaseStrategy):
         fit = self.note_limit(view, context, span)
         if fit is None:
             return self.drop_span(view, context, span)
-        digest_input = (list(span.messages if source is None else source), previous_of(span))
+        digest_input = (  # the originals of a non-rolling summary hold its past already
+            (list(span.messages), previous_of(span)) if source is None else (list(source), "")
+        )
         if fit.crowding:
             note_fallback(
                 context,
