@@ -113,8 +113,10 @@ def must_survive(index: MessageIndex) -> set[str]:
     keep: set[str] = set()
     for g in index.groups:
         msgs = index.group_messages(g)
-        if g.kind == "system" or g.pending or g.index == index.last_user_group:
+        if g.kind == "system" or g.index == index.last_user_group:
             keep.update(m.id for m in msgs)
+        elif g.pending:  # the call stays verbatim; the results that arrived may be clamped
+            keep.update(m.id for m in msgs if m.role != "tool")
         keep.update(m.id for m in msgs if m.pinned or m.memory)
     return keep
 
@@ -140,6 +142,12 @@ def check_view(view: View, valid_in: dict[str, bool], budget: int | None = None)
     for mid in must_survive(index):
         assert mid in sent, f"{mid} was removed"
         assert sent[mid] is index.messages[index.position(mid)]  # type: ignore[index]
+    # 4b. a batch still waiting for results keeps every result that arrived (maybe clamped)
+    clamped = {c for m in out if m.synthetic == "clamped" for c in m.covers}
+    for g in index.groups:
+        if g.pending:
+            for m in index.group_messages(g):
+                assert m.id in sent or m.id in clamped, f"pending result {m.id} was removed"
     # 5. nothing lost: each excluded original covered once, or explicitly dropped
     originals = {m.id for m in index.messages}
     covered: dict[str, int] = {}

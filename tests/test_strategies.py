@@ -197,6 +197,50 @@ def test_clamp_keeps_head_tail_and_pairing() -> None:
     assert CharEstimator().count_text(m.text) <= 300
 
 
+def partial_batch() -> list[Message]:
+    """A parallel batch where one result has arrived and the other is still running."""
+    batch = Message.assistant(
+        tool_calls=[ToolCall(id="c2", name="bash"), ToolCall(id="c3", name="bash")]
+    )
+    return [
+        Message.system("s"),
+        Message.user("u"),
+        call("c1"),
+        result("c1", "x" * 40_000),
+        batch,
+        result("c2", "y" * 30_000),
+    ]
+
+
+def test_budgeted_clamps_the_results_of_a_partial_batch() -> None:
+    from kompakt.compactor import apply_compaction
+
+    msgs = partial_batch()
+    out = apply_compaction(msgs, Budgeted(2000))
+    assert sum(CharEstimator().count_message(m) for m in out) <= 2000
+    assert out[4] is msgs[4]  # the call waits for c3, verbatim
+    assert out[5].synthetic == "clamped" and out[5].tool_call_id == "c2"
+    assert out[5].covers == (msgs[5].id,) and out[5].text.startswith("yyy")
+    assert [m.role for m in out] == [m.role for m in msgs]
+
+
+def test_a_result_arriving_after_its_batch_was_clamped_joins_it() -> None:
+    from kompakt.compactor import Compactor
+
+    msgs = partial_batch()
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    compactor = Compactor(strategy=ClampOversized(max_tokens=500, min_preserved=0))
+    view, _ = compactor.compact(index)
+    assert view.render()[5].synthetic == "clamped"
+    late = index.append(result("c3", "z" * 30_000))
+    out = check_view(view, validity(list(index.messages)))
+    assert out[-1] is late and view.total_tokens > 7_000  # sent as it came, and counted
+    view, _ = compactor.compact(index)  # the next compaction clamps it too
+    out = check_view(view, validity(list(index.messages)))
+    assert [m.synthetic for m in out[-3:]] == [None, "clamped", "clamped"]
+    assert out[-1].covers == (late.id,) and view.total_tokens < 1_500
+
+
 def test_clamp_head_tail_validation() -> None:
     with pytest.raises(ConfigError, match="head"):
         ClampOversized(max_tokens=100, head=80, tail=30)

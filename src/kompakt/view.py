@@ -42,6 +42,9 @@ class View:
     def __init__(self, index: MessageIndex) -> None:
         self.index = index
         self._replaced: dict[int, tuple[Message, ...]] = {}
+        # a pending group replaced (its arrived results clamped) may still grow: the size
+        # it had then, so the results that arrive later are sent after its replacement
+        self._partial: dict[int, tuple[int, int, int]] = {}
         self._removed_tokens = 0
         self._added_tokens = 0
         self._removed_msgs = 0
@@ -60,6 +63,8 @@ class View:
         # a strategy's own settled prefix (see `resume`), and the groups in it edited since
         self._cursors: dict[object, int] = {}
         self._revisit: dict[object, set[int]] = {}
+        # what a strategy remembers of this view's history (see `memo`)
+        self._memos: dict[object, object] = {}
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
 
@@ -80,7 +85,17 @@ class View:
     def rendered(self, group: int) -> Sequence[Message]:
         """The messages this group contributes to `render()`."""
         r = self._replaced.get(group)
-        return self.index.group_messages(group) if r is None else r
+        if r is None:
+            return self.index.group_messages(group)
+        return r + self._arrived(group) if self._partial else r
+
+    def _arrived(self, group: int) -> tuple[Message, ...]:
+        """Results that joined a pending group after it was replaced."""
+        snap = self._partial.get(group)
+        if snap is None:
+            return _EMPTY
+        end = self.index.groups[group].end
+        return tuple(self.index.messages[snap[0] : end]) if end > snap[0] else _EMPTY
 
     # -- edits ----------------------------------------------------------------------
 
@@ -88,9 +103,15 @@ class View:
         """Send nothing for `group` (its originals stay in the index)."""
         self._set(group, _EMPTY)
 
-    def replace(self, group: int, messages: Iterable[Message]) -> None:
-        """Send `messages` instead of `group`; each should name what it `covers`."""
-        self._set(group, tuple(messages))
+    def replace(
+        self, group: int, messages: Iterable[Message], *, tokens: int | None = None
+    ) -> None:
+        """Send `messages` instead of `group`; each should name what it `covers`.
+
+        `tokens`, when the caller counted them already, is what `messages` cost by the
+        index's tokenizer (it is not counted again).
+        """
+        self._set(group, tuple(messages), tokens)
 
     def summarize(self, groups: Sequence[int], summary: Message) -> Message:
         """Stand `summary` in for all of `groups`, at the place of the first.
@@ -115,15 +136,24 @@ class View:
         """Send the original of `group` again."""
         self._set(group, None)
 
-    def _set(self, g: int, new: tuple[Message, ...] | None) -> None:
+    def _set(self, g: int, new: tuple[Message, ...] | None, tokens: int | None = None) -> None:
         group = self.index.groups[g]
         old = self._replaced.get(g)
-        self._account(group, old, -1)
+        partial = self._partial
+        if partial and g in partial:
+            # the results that arrived since were sent as they are: `new` must say
+            # what becomes of them, so only the replaced part comes off
+            snap = partial.pop(g)
+            self._account(group, old, -1, snap)
+        elif old is not None:
+            self._account(group, old, -1)
         if new is None:
             self._replaced.pop(g, None)
         else:
             self._replaced[g] = new
-        self._account(group, new, +1)
+            if group.open_calls:  # may grow: later results are sent after `new`
+                partial[g] = (group.end, group.tokens, group.chars)
+        self._account(group, new, +1, partial.get(g) if partial else None, tokens)
         if g < self._scan_from:  # a group the omission scan already passed changed
             self._scan_from = 0
             self._dropped_before_scan = 0
@@ -136,12 +166,24 @@ class View:
         if new is None:
             self._original_from = min(self._original_from, g)
 
-    def _account(self, group: Group, r: tuple[Message, ...] | None, sign: int) -> None:
+    def _account(
+        self,
+        group: Group,
+        r: tuple[Message, ...] | None,
+        sign: int,
+        snap: tuple[int, int, int] | None = None,
+        tokens: int | None = None,
+    ) -> None:
         if r is None:
             return
-        self._removed_tokens += sign * group.tokens
-        self._removed_chars += sign * group.chars
-        self._removed_msgs += sign * group.size
+        if snap is None:
+            self._removed_tokens += sign * group.tokens
+            self._removed_chars += sign * group.chars
+            self._removed_msgs += sign * (group.end - group.start)
+        else:  # a pending group as it was when replaced
+            self._removed_tokens += sign * snap[1]
+            self._removed_chars += sign * snap[2]
+            self._removed_msgs += sign * (snap[0] - group.start)
         if group.kind == "user":
             self._removed_user_groups += sign
         elif group.kind == "tool_call":
@@ -151,10 +193,10 @@ class View:
             return
         count = self.index.tokenizer.count_message
         if len(r) == 1:
-            self._added_tokens += sign * count(r[0])
+            self._added_tokens += sign * (count(r[0]) if tokens is None else tokens)
             self._added_chars += sign * r[0].char_count
         else:
-            self._added_tokens += sign * sum(count(m) for m in r)
+            self._added_tokens += sign * (sum(count(m) for m in r) if tokens is None else tokens)
             self._added_chars += sign * sum(m.char_count for m in r)
         self._added_msgs += sign * len(r)
 
@@ -226,11 +268,15 @@ class View:
         originals_only: bool = True,
         start: int = 0,
         revisit: Iterable[int] = (),
+        pending: bool = False,
     ) -> Iterator[int]:
         """Groups a strategy may change, oldest first: those of `revisit` (older than
         `start`), then every group from `start` on.
 
         By default only groups still sent as recorded; `kinds` narrows the kinds.
+        With `pending`, a tool-call group still waiting for a result is offered too,
+        for edits that keep every message of it (clamping the results that arrived);
+        results that arrive later are sent after its replacement.
         """
         wanted = frozenset(kinds) if kinds is not None else None
         groups = self.index.groups
@@ -246,7 +292,9 @@ class View:
             if r is not None and (originals_only or not r):  # replaced, or dropped
                 continue
             # protected(), inlined: this is the loop every strategy walks
-            if g.kind == "system" or g.pinned or g.open_calls or i == idx.last_user_group:
+            if g.kind == "system" or g.pinned or i == idx.last_user_group:
+                continue
+            if g.open_calls and not pending:
                 continue
             if i >= len(groups) - min_preserved or (
                 r is not None and any(m.is_protected for m in r)
@@ -291,6 +339,19 @@ class View:
         else:
             self._revisit.pop(key, None)
 
+    def memo(self, key: object) -> object | None:
+        """What the strategy walk `key` kept with `keep`, or None.
+
+        Copies of the view start with the same objects: a strategy keeping a mutable
+        one should note the view it belongs to and copy it before changing it for
+        another view.
+        """
+        return self._memos.get(key)
+
+    def keep(self, key: object, value: object) -> None:
+        """Keep `value` for the strategy walk `key` (see `memo`)."""
+        self._memos[key] = value
+
     # -- output ---------------------------------------------------------------------
 
     def render(self) -> list[Message]:
@@ -302,7 +363,12 @@ class View:
             if g.index == marker_at:
                 out.append(self._marker)
             r = self._replaced.get(g.index)
-            out.extend(idx.group_messages(g) if r is None else r)
+            if r is None:
+                out.extend(idx.group_messages(g))
+            else:
+                out.extend(r)
+                if self._partial:
+                    out.extend(self._arrived(g.index))
         return out
 
     def synthetic(self) -> list[Message]:
@@ -323,6 +389,8 @@ class View:
         other = View.__new__(View)
         other.__dict__.update(self.__dict__)
         other._replaced = dict(self._replaced)
+        other._partial = dict(self._partial)
+        other._memos = dict(self._memos)
         other._cursors = dict(self._cursors)
         other._revisit = {k: set(v) for k, v in self._revisit.items()}
         return other

@@ -154,11 +154,10 @@ def tool_names(messages: Iterable[Message]) -> set[str]:
 
 def rendered_tokens(view: View, group: int) -> int:
     """Tokens the group currently contributes to the view."""
-    r = view.replacement(group)
-    if r is None:
+    if view.is_original(group):
         return view.index.groups[group].tokens
     count = view.index.tokenizer.count_message
-    return sum(count(m) for m in r)
+    return sum(count(m) for m in view.rendered(group))
 
 
 def first_line(text: str) -> str:

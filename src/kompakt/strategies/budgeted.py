@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from kompakt.errors import BudgetImpossible
-from kompakt.strategies._common import COMPOSITE, check_count, run_strategy_sync
+from kompakt.strategies._common import COMPOSITE, check_count, rendered_tokens, run_strategy_sync
 from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
     BaseStrategy,
@@ -196,12 +196,10 @@ def core_breakdown(view: View) -> dict[str, int]:
     """Tokens the view sends, by why they are there (system, pinned, last user message...)."""
     out = {"system": 0, "pinned": 0, "last user message": 0, "pending call": 0, "other": 0}
     idx = view.index
-    count = idx.tokenizer.count_message
     for g in idx.groups:
         if view.is_dropped(g.index):
             continue
-        r = view.replacement(g.index)
-        tokens = g.tokens if r is None else sum(count(m) for m in r)
+        tokens = rendered_tokens(view, g.index)
         if g.kind == "system":
             key = "system"
         elif g.pinned:

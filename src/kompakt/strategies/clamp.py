@@ -20,6 +20,8 @@ class ClampOversized(BaseStrategy):
     dumped by `cat`, a pasted document. The start and the end (where errors and
     summaries usually are) survive; the message keeps its role, tool-call id and
     calls, so the tool-call group stays valid. The clamped copy covers the original.
+    In a parallel batch still waiting for a result, the results that arrived may be
+    clamped; the call stays as it is and a later result still joins it.
 
     Args:
         max_tokens: a text part over this is clamped (and ends up within it).
@@ -73,31 +75,39 @@ class ClampOversized(BaseStrategy):
         key = ("ClampOversized", self.max_tokens, self.head, self.tail)
         walk = Walk(view, key)
         replaced = 0
+        cap = view.index.last_user_group
         groups = view.candidates(
-            self.min_preserved, originals_only=False, start=walk.start, revisit=walk.revisit
+            self.min_preserved,
+            originals_only=False,
+            start=walk.start,
+            revisit=walk.revisit,
+            pending=True,
         )
+        tok = view.index.tokenizer
         for g in groups:
             if stop():
                 walk.stopped(g)
                 break
             walk.done(g)
-            replacement = view.replacement(g)
-            if replacement is None:
-                group = view.index.groups[g]
-                if group.tokens <= self.max_tokens or all(
-                    tokens[p] <= self.max_tokens for p in range(group.start, group.end)
-                ):
-                    continue
-                current = tuple(view.index.group_messages(g))
-            else:
-                current = replacement
-            new = tuple(self._clamp(m, view.index.tokenizer) for m in current)
+            group = view.index.groups[g]
+            if group.open_calls:  # more results may come: look again next time
+                cap = g if cap is None else min(cap, g)
+            if view.is_original(g) and (
+                group.tokens <= self.max_tokens
+                or all(tokens[p] <= self.max_tokens for p in range(group.start, group.end))
+            ):
+                continue
+            current = tuple(view.rendered(g))
+            # in a batch still waiting for results, only the results that arrived
+            new = tuple(
+                m if group.open_calls and m.role != "tool" else self._clamp(m, tok) for m in current
+            )
             if any(a is not b for a, b in zip(new, current, strict=True)):
                 stop.removed(sum(map(count, current)) - sum(map(count, new)))
                 view.replace(g, new)
                 replaced += 1
-        # the last user message is protected now, not once a newer one comes
-        walk.settle(cap=view.index.last_user_group)
+        # the last user message (and a pending batch) is protected now, not for good
+        walk.settle(cap=cap)
         if replaced:
             context.note(groups_replaced=replaced)
         return replaced > 0
