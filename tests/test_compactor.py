@@ -8,10 +8,11 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from engine_helpers import check_view, validity
+from engine_helpers import check_view, sig, validity
 from kompakt.compactor import (
     STRATEGY_NAMES,
     CompactionEvent,
@@ -30,6 +31,7 @@ from kompakt.strategies import (
     CollapseToolResults,
     CompactionContext,
     Pipeline,
+    SupersedeReads,
     Truncation,
 )
 from kompakt.strategies._common import run_strategy_sync
@@ -365,6 +367,7 @@ def test_each_compaction_of_a_growing_history_touches_only_what_is_new(
         blank = c.view.copy()  # the same edits, but no walk remembers where it got to
         blank._cursors.clear()
         blank._revisit.clear()
+        blank._memos.clear()
         t0 = time.perf_counter()
         view, _ = c.compact(idx)
         warm.append(time.perf_counter() - t0)
@@ -375,8 +378,7 @@ def test_each_compaction_of_a_growing_history_touches_only_what_is_new(
         assert blank.total_tokens == view.total_tokens
     assert len(warm) >= 10
     check_view(view, validity(list(idx.messages)))
-    # a few new groups, not the 6,000 messages of the history (the default chain's
-    # SupersedeReads still reads every call's key)
+    # a few new groups, not the 6,000 messages of the history
     assert statistics.median(warm) < statistics.median(cold) / gain, (warm, cold)
 
 
@@ -403,3 +405,70 @@ def test_collapse_again_after_a_restore() -> None:
     view.restore(first_tool)
     assert strategy.apply(view, CompactionContext(view))
     assert view.replacement(first_tool) is not None
+
+
+def call_msg(cid: str, name: str, args: dict[str, str]) -> Message:
+    return Message.assistant(tool_calls=[ToolCall(id=cid, name=name, arguments=json.dumps(args))])
+
+
+class CountingSupersede(SupersedeReads):
+    """Counts the groups it reads."""
+
+    reads = 0
+
+    def _read(self, view: View, seen: Any, g: int, done: frozenset[str]) -> frozenset[str]:
+        CountingSupersede.reads += 1
+        return super()._read(view, seen, g, done)
+
+
+def test_supersede_reads_only_what_is_new_and_matches_a_fresh_run() -> None:
+    reads = [
+        [call_msg(f"c{i}", "read_file", {"path": f"f{i % 5}.py"}), Message.tool(
+            f"v{i} " + "x" * 300, tool_call_id=f"c{i}")]
+        for i in range(40)
+    ]  # fmt: skip
+    index = MessageIndex([Message.user("go")], tokenizer=CharEstimator())
+    compactor = Compactor(strategy=CountingSupersede(min_preserved=0))
+    for i, pair in enumerate(reads):
+        index.extend(pair)
+        CountingSupersede.reads = 0
+        view, _ = compactor.compact(index, force=True)
+        assert CountingSupersede.reads == 1  # the new group only
+        fresh = View(MessageIndex(index.messages, tokenizer=CharEstimator()))
+        run_strategy_sync(SupersedeReads(min_preserved=0), fresh, CompactionContext(fresh))
+        assert sig(view.render()) == sig(fresh.render()), i
+    superseded = [m for m in view.render() if m.synthetic == "superseded"]
+    assert len(superseded) == 35  # every read but the newest of each of 5 files
+
+
+def test_supersede_reads_a_batch_again_once_its_results_arrive() -> None:
+    batch = Message.assistant(tool_calls=[
+        ToolCall(id="b1", name="read_file", arguments='{"path": "a.py"}'),
+        ToolCall(id="b2", name="read_file", arguments='{"path": "b.py"}')])  # fmt: skip
+    msgs = [
+        Message.user("go"),
+        call_msg("c1", "read_file", {"path": "b.py"}),
+        Message.tool("old b " + "x" * 400, tool_call_id="c1"),
+        batch,
+        Message.tool("a " + "x" * 400, tool_call_id="b1"),
+    ]
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    compactor = Compactor(strategy=SupersedeReads(min_preserved=0))
+    view, _ = compactor.compact(index, force=True)
+    assert not view.changed  # b.py was not read again yet
+    index.append(Message.tool("new b " + "x" * 400, tool_call_id="b2"))
+    view, _ = compactor.compact(index, force=True)
+    out = check_view(view, validity(list(index.messages)))
+    assert out[2].synthetic == "superseded" and out[-1].text.startswith("new b")
+
+
+def test_event_before_and_finish_account_every_step() -> None:
+    view = View(MessageIndex([Message.user("x" * 400)] * 3, tokenizer=CharEstimator()))
+    event = CompactionEvent.before(view, "forced")
+    ctx = CompactionContext(view)
+    run_strategy_sync(Truncation(min_preserved=1), view, ctx)
+    ctx.steps[0].model_calls, ctx.steps[0].fallback = 2, "why"
+    event.finish(view, ctx.steps, seconds=0.5)
+    assert (event.tokens_before, event.tokens_after) == (312, view.total_tokens)
+    assert event.messages_after == view.message_count == 1 and event.seconds == 0.5
+    assert event.model_calls == 2 and event.fallbacks == ["Truncation: why"]

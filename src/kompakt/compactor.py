@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -91,6 +91,33 @@ class CompactionEvent:
     model_output_tokens: int = 0
     fallbacks: list[str] = field(default_factory=list)
     """Each fallback taken, as "Strategy: why"."""
+
+    @classmethod
+    def before(cls, view: View, reason: str = "") -> CompactionEvent:
+        """An event opened on `view` as it is now (sizes after = before until `finish`).
+
+        >>> from kompakt import Message, MessageIndex
+        >>> view = View(MessageIndex([Message.user("hi")]))
+        >>> event = CompactionEvent.before(view, "forced")
+        >>> event.finish(view, [], seconds=0.001).summary()
+        'no compaction (forced)'
+        """
+        tokens, messages = view.total_tokens, view.message_count
+        return cls(tokens, tokens, messages, messages, reason=reason)
+
+    def finish(self, view: View, steps: Iterable[Step], *, seconds: float) -> CompactionEvent:
+        """Close the event: `view`'s sizes after, each step with its model calls, tokens
+        and fallbacks, and the time taken. Returns the event."""
+        self.seconds = seconds
+        self.tokens_after, self.messages_after = view.total_tokens, view.message_count
+        self.steps = list(steps)
+        for s in self.steps:
+            self.model_calls += s.model_calls
+            self.model_input_tokens += s.model_input_tokens
+            self.model_output_tokens += s.model_output_tokens
+            if s.fallback:
+                self.fallbacks.append(f"{s.strategy}: {s.fallback}")
+        return self
 
     @property
     def changed(self) -> bool:
@@ -239,16 +266,14 @@ class Compactor:
         self, source: MessageIndex | Sequence[Message], force: bool
     ) -> tuple[View, View, CompactionEvent, CompactionContext | None]:
         view = self.view_for(self._index(source))
-        event = CompactionEvent(
-            view.total_tokens, view.total_tokens, view.message_count, view.message_count
-        )
-        event.seconds = time.perf_counter()
+        started = time.perf_counter()
+        event = CompactionEvent.before(view)
         fired = self.trigger(view)
         if not fired and not force:
             event.reason = f"{self.trigger!r} did not fire"
-            event.seconds = 0.0
             return view, view, event, None
         event.reason = f"{self.trigger!r} fired" if fired else "forced"
+        event.seconds = started  # until `_finish`: when it started
         work = view.copy()
         ctx = CompactionContext(work, target=self.target, summarizer=self.summarizer)
         return view, work, event, ctx
@@ -257,17 +282,7 @@ class Compactor:
         self, work: View, event: CompactionEvent, ctx: CompactionContext
     ) -> tuple[View, CompactionEvent]:
         self._view = work
-        event.seconds = time.perf_counter() - event.seconds
-        event.tokens_after = work.total_tokens
-        event.messages_after = work.message_count
-        event.steps = list(ctx.steps)
-        for s in ctx.steps:
-            event.model_calls += s.model_calls
-            event.model_input_tokens += s.model_input_tokens
-            event.model_output_tokens += s.model_output_tokens
-            if s.fallback:
-                event.fallbacks.append(f"{s.strategy}: {s.fallback}")
-        return work, event
+        return work, event.finish(work, ctx.steps, seconds=time.perf_counter() - event.seconds)
 
     # -- configuration --------------------------------------------------------------
 

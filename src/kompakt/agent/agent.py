@@ -324,15 +324,15 @@ class Agent:
             log.info("session %s: prepared compaction %s; compacting afresh", self.session, outcome)
             return None
         prepared = self.background.result
-        event = CompactionEvent(before_tokens, view.total_tokens, before_msgs, view.message_count)
-        event.seconds = waited
-        event.reason = "prepared in the background"
-        if isinstance(prepared, CompactionEvent):
-            event.steps = prepared.steps
-            event.model_calls = prepared.model_calls
-            event.model_input_tokens = prepared.model_input_tokens
-            event.model_output_tokens = prepared.model_output_tokens
-            event.fallbacks = prepared.fallbacks
+        event = CompactionEvent(
+            before_tokens,
+            before_tokens,
+            before_msgs,
+            before_msgs,
+            reason="prepared in the background",
+        )
+        steps = prepared.steps if isinstance(prepared, CompactionEvent) else []
+        event.finish(view, steps, seconds=waited)
         self._after_compaction(view)
         return event
 
@@ -482,23 +482,11 @@ async def _run_compaction(
     check_trigger: bool,
 ) -> CompactionEvent:
     """Run `strategy` on `view` in place; what happened as a `CompactionEvent`."""
-    event = CompactionEvent(
-        view.total_tokens, view.total_tokens, view.message_count, view.message_count
-    )
-    event.reason = reason
+    event = CompactionEvent.before(view, reason)
     ctx = CompactionContext(view, target=stop, summarizer=summarizer)
     t0 = time.perf_counter()
     await run_strategy(strategy, view, ctx, check_trigger=check_trigger)
-    event.seconds = time.perf_counter() - t0
-    event.tokens_after, event.messages_after = view.total_tokens, view.message_count
-    event.steps = list(ctx.steps)
-    for s in ctx.steps:
-        event.model_calls += s.model_calls
-        event.model_input_tokens += s.model_input_tokens
-        event.model_output_tokens += s.model_output_tokens
-        if s.fallback:
-            event.fallbacks.append(f"{s.strategy}: {s.fallback}")
-    return event
+    return event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
 
 
 def _normalize(message: Message, used: set[str]) -> Message:

@@ -73,16 +73,29 @@ class SupersedeReads(BaseStrategy):
         self._keys: dict[tuple[str, str], Hashable | None] = {}
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        stale = self._stale_results(view)
+        seen = self._seen(view)
         count = view.index.tokenizer.count_message
         changed = False
-        for g in sorted(stale):
+        for g in sorted(seen.stale):
             if should_stop(self, view, context):
                 break
+            if view.protected(g, self.min_preserved):
+                continue  # protected for now: asked again next time
+            stale = {
+                cid: call
+                for cid, (call, key) in seen.stale[g].items()
+                if seen.newest_sent(view, key)
+            }
+            if len(stale) == len(seen.stale[g]):
+                del seen.stale[g]
+            else:  # the newer result is not sent as it is (yet): keep asking about it
+                seen.stale[g] = {c: v for c, v in seen.stale[g].items() if c not in stale}
+            if not stale:
+                continue
             current = view.rendered(g)
             new: list[Message] = []
             for m in current:
-                call = stale[g].get(m.tool_call_id or "") if m.role == "tool" else None
+                call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
                 if call is None or m.synthetic not in (None, "clamped"):
                     new.append(m)
                     continue
@@ -100,35 +113,51 @@ class SupersedeReads(BaseStrategy):
                 changed = True
         return changed
 
-    def _stale_results(self, view: View) -> dict[int, dict[str, ToolCall]]:
-        """group -> {call id: call} of results a newer identical call makes stale."""
-        seen: set[tuple[str, Hashable]] = set()
-        stale: dict[int, dict[str, ToolCall]] = {}
-        for group in reversed(view.index.groups):
+    def _seen(self, view: View) -> _Seen:
+        """What this strategy has read of the view's calls, brought up to date: only the
+        groups new since the last compaction (and a batch that was waiting) are read."""
+        key = ("SupersedeReads", self.key, self.tools)
+        seen = view.memo(key)
+        if not isinstance(seen, _Seen):
+            seen = _Seen(view)
+        elif seen.owner is not view:
+            seen = seen.copy(view)
+        view.keep(key, seen)
+        groups = view.index.groups
+        waiting = seen.waiting
+        seen.waiting = {}
+        for i in (*sorted(waiting), *range(seen.position, len(groups))):
+            group = groups[i]
             if group.kind != "tool_call":
                 continue
-            rendered = view.rendered(group.index)
-            answered = {
-                m.tool_call_id
-                for m in rendered
-                if m.role == "tool" and m.synthetic in (None, "clamped")
-            }
-            calls = [c for m in rendered for c in m.tool_calls if c.id in answered]
-            editable: bool | None = None  # asked only when a call is stale
-            for call in calls:
+            done = self._read(view, seen, i, waiting.get(i, _NONE))
+            if group.open_calls:  # results still to come: read it again next time
+                seen.waiting[i] = done
+        seen.position = max(seen.position, len(groups))
+        return seen
+
+    def _read(self, view: View, seen: _Seen, g: int, done: frozenset[str]) -> frozenset[str]:
+        """Record the answered calls of group `g` (but those in `done`); returns all read."""
+        read = set(done)
+        rendered = view.rendered(g)
+        answered = {
+            m.tool_call_id
+            for m in rendered
+            if m.role == "tool" and m.synthetic in (None, "clamped")
+        }
+        ordinal = 0
+        for m in rendered:
+            for call in m.tool_calls:
+                ordinal += 1
+                if call.id not in answered or call.id in read:
+                    continue
                 if self.tools is not None and call.name not in self.tools:
                     continue
                 k = self._key(call)
-                if k is None:
-                    continue
-                if (call.name, k) in seen:
-                    if editable is None:
-                        editable = not view.protected(group.index, self.min_preserved)
-                    if editable:
-                        stale.setdefault(group.index, {})[call.id] = call
-                else:
-                    seen.add((call.name, k))
-        return stale
+                if k is not None:
+                    read.add(call.id)
+                    seen.add((call.name, k), (g, -ordinal, call.id), call)
+        return frozenset(read)
 
     def _key(self, call: ToolCall) -> Hashable | None:
         if callable(self.key):
@@ -166,3 +195,50 @@ def _canonical_value(value: object) -> Hashable:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return json.dumps(value, sort_keys=True, default=str)
+
+
+_NONE: frozenset[str] = frozenset()
+_Occurrence: TypeAlias = "tuple[int, int, str]"
+"""(group, minus the call's place in it, call id): the newest group's first call is kept."""
+
+
+class _Seen:
+    """The calls SupersedeReads has read of one view: the newest of each key, and the
+    older ones it makes stale (group -> call id -> (call, key)) not yet replaced."""
+
+    def __init__(self, owner: View) -> None:
+        self.owner = owner
+        self.position = 0
+        self.waiting: dict[int, frozenset[str]] = {}
+        """Groups still waiting for results -> the ids of their calls read already."""
+        self.newest: dict[Hashable, tuple[_Occurrence, ToolCall]] = {}
+        self.stale: dict[int, dict[str, tuple[ToolCall, Hashable]]] = {}
+
+    def copy(self, owner: View) -> _Seen:
+        """The same knowledge for a copy of the view (so the original keeps its own)."""
+        other = _Seen(owner)
+        other.position = self.position
+        other.waiting = dict(self.waiting)
+        other.newest = dict(self.newest)
+        other.stale = {g: dict(calls) for g, calls in self.stale.items()}
+        return other
+
+    def add(self, key: Hashable, at: _Occurrence, call: ToolCall) -> None:
+        prev = self.newest.get(key)
+        if prev is None:
+            self.newest[key] = (at, call)
+            return
+        if at[:2] > prev[0][:2]:
+            self.newest[key] = (at, call)
+            at, call = prev
+        self.stale.setdefault(at[0], {})[at[2]] = (call, key)
+
+    def newest_sent(self, view: View, key: Hashable) -> bool:
+        """The newest result of `key` is still sent (not collapsed, summarized, dropped)."""
+        (g, _, cid), _ = self.newest[key]
+        if view.is_original(g):
+            return True
+        return any(
+            m.tool_call_id == cid and m.role == "tool" and m.synthetic in (None, "clamped")
+            for m in view.rendered(g)
+        )
