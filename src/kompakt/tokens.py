@@ -37,6 +37,7 @@ __all__ = [
     "HFTokenizer",
     "TiktokenTokenizer",
     "Tokenizer",
+    "note_tokens",
 ]
 
 MESSAGE_OVERHEAD = 4
@@ -97,6 +98,20 @@ class BaseTokenizer:
         for call in message.tool_calls:
             n += TOOL_CALL_OVERHEAD + count_text(call.name) + count_text(call.arguments)
         return n
+
+
+def note_tokens(tokenizer: Tokenizer, text: str) -> int | None:
+    """What `tokenizer.count_message` says of a text-only message with `text`, counted
+    from the text alone, or None for a tokenizer that counts messages its own way.
+
+    >>> note_tokens(CharEstimator(), "abcdefgh")
+    6
+    """
+    kind = type(tokenizer)
+    stock = getattr(kind, "count_message", None) in _STOCK_COUNTS
+    if not stock or getattr(kind, "_count", None) is not BaseTokenizer._count:
+        return None
+    return MESSAGE_OVERHEAD + tokenizer.count_text(text) if text else MESSAGE_OVERHEAD
 
 
 class CharEstimator(BaseTokenizer):
@@ -164,6 +179,8 @@ class CharEstimator(BaseTokenizer):
         return f"CharEstimator(chars_per_token={self.chars_per_token})"
 
 
+_STOCK_COUNTS = (BaseTokenizer.count_message, CharEstimator.count_message)
+"""`count_message` implementations that cost a text-only message its overhead plus its text."""
 _NOT_LATIN = re.compile("[^\u0000-\u024f]")
 _CLASSES: dict[str, int] = {}
 """Character -> 0 (counts as Latin), 1 (wide: a token each), 2 (other letters: two a token)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from kompakt.messages import Message
+from kompakt.messages import Message, ToolCall
 from kompakt.strategies._common import (
     _NON_BLANK,
     Stop,
@@ -19,6 +19,7 @@ from kompakt.strategies._common import (
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.remove_tools import old_tool_groups
+from kompakt.tokens import note_tokens
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -75,7 +76,9 @@ class CollapseToolResults(BaseStrategy):
         self.trigger = optional_trigger(trigger)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        count = view.index.tokenizer.count_message
+        tokenizer = view.index.tokenizer
+        count = tokenizer.count_message
+        max_chars = self.max_note_chars
         stop = Stop(self, view, context)
         # groups before the cursor were collapsed, or need no note, at an earlier compaction
         key = ("CollapseToolResults", self.exclude_tools, self.max_note_chars)
@@ -96,15 +99,18 @@ class CollapseToolResults(BaseStrategy):
             walk.done(g)
             originals = view.index.group_messages(g)
             now = rendered_tokens(view, g)
-            note = Message.assistant(
-                collapse_note(originals, self.max_note_chars),
-                synthetic="collapsed",
-                covers=tuple(m.id for m in originals),
-            )
-            cost = count(note)
-            if cost >= now:
+            text = collapse_note(originals, max_chars)
+            cost = note_tokens(tokenizer, text)  # priced before it is built
+            if cost is not None and cost >= now:
                 continue  # a note would cost as much as what it replaces
-            view.replace(g, (note,))
+            note = Message.note(
+                text, synthetic="collapsed", covers=tuple([m.id for m in originals])
+            )
+            if cost is None:
+                cost = count(note)
+                if cost >= now:
+                    continue
+            view.replace(g, (note,), tokens=cost)
             stop.removed(now - cost)
             replaced += 1
         walk.settle()
@@ -125,18 +131,29 @@ def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
     >>> collapse_note([call, Message.tool("\\n\\nsrc/a.py:3: TODO\\nsrc/b.py", tool_call_id="c1")])
     'Let me look. [Tool results: grep(pattern=TODO) → src/a.py:3: TODO …]'
     """
-    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
-    said = " ".join(first_line(m.text) for m in messages if m.role == "assistant" and m.text)
-    items: list[str] = []
-    answered: set[str | None] = set()
-    for m in messages:
-        for call in m.tool_calls:
-            res = results.get(call.id)
-            answered.add(call.id)
-            items.append(f"{call.name}({short_args(call.arguments)}) → {_gist(res)}")
-    for tid, res in results.items():  # results whose call is not in the group (orphans)
-        if tid not in answered:
-            items.append(f"{res.name or 'tool'} → {_gist(res)}")
+    results: dict[str | None, Message] = {}
+    said_lines: list[str] = []
+    calls: list[ToolCall] = []
+    for m in messages:  # one pass: results by call, what the assistant said, the calls
+        if m.role == "tool":
+            results[m.tool_call_id] = m
+            continue
+        if m.role == "assistant" and m.content:
+            text = m.text
+            if text:
+                said_lines.append(first_line(text))
+        if m.tool_calls:
+            calls.extend(m.tool_calls)
+    said = " ".join(said_lines)
+    items = [
+        f"{call.name}({short_args(call.arguments)}) → {_gist(results.get(call.id))}"
+        for call in calls
+    ]
+    if len(results) > len(calls) or not results.keys() <= {c.id for c in calls}:
+        answered = {c.id for c in calls}
+        for tid, res in results.items():  # results whose call is not in the group (orphans)
+            if tid not in answered:
+                items.append(f"{res.name or 'tool'} → {_gist(res)}")
     body = "[Tool results: " + "; ".join(items) + "]"
     if said:
         body = abbreviate(said, max(20, max_chars // 3)) + " " + body
