@@ -31,7 +31,13 @@ from typing import Any
 from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel
 
-__all__ = ["default_summarizer", "model_from_env", "model_from_string", "summarizer_from_env"]
+__all__ = [
+    "as_model",
+    "default_summarizer",
+    "model_from_env",
+    "model_from_string",
+    "summarizer_from_env",
+]
 
 SPEC_FORMS = (
     "extractive",
@@ -73,6 +79,25 @@ def model_from_string(spec: str | None = None, **options: Any) -> ChatModel:
 
         return AnthropicModel(rest, **options)
     raise ConfigError(f"unknown model spec {spec!r}: use one of {', '.join(SPEC_FORMS)}")
+
+
+def as_model(model: ChatModel | str | None, parameter: str = "summarizer") -> ChatModel | None:
+    """A model object from a model or a spec string (None stays None).
+
+    Every ``summarizer=`` / ``model=`` takes either, so a typo fails where it is written,
+    not at the first compaction.
+
+    >>> as_model("extractive").name
+    'extractive'
+    """
+    if model is None or not isinstance(model, str):
+        if model is not None and not callable(getattr(model, "chat", None)):
+            raise ConfigError(
+                f"`{parameter}` must be a ChatModel or a spec such as 'openai:gpt-4.1-mini', "
+                f"got {model!r}"
+            )
+        return model
+    return model_from_string(model)
 
 
 def model_from_env(**options: Any) -> ChatModel:

@@ -25,7 +25,7 @@ from kompakt.models.base import (
     run_sync,
 )
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
-from kompakt.models.registry import default_summarizer
+from kompakt.models.registry import as_model, default_summarizer
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.truncation import holds_summary
 from kompakt.tokens import Tokenizer
@@ -96,7 +96,7 @@ class SummarizingStrategy(BaseStrategy):
         self,
         *,
         keep_last: int = 4,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         max_summary_tokens: int = 800,
@@ -112,7 +112,7 @@ class SummarizingStrategy(BaseStrategy):
         positive_timeout(timeout)
         self.keep_last = keep_last
         self.min_preserved = max(keep_last, 0)
-        self.summarizer = summarizer
+        self.summarizer = as_model(summarizer)
         self.prompt = prompt
         self.template = template
         self.max_summary_tokens = max_summary_tokens

@@ -44,6 +44,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.base import ChatModel, describe_error, run_sync
 from kompakt.models.extractive import CONCEPT_KEY, LIMIT_KEY, SPAN_KEY, ExtractiveModel
+from kompakt.models.registry import as_model
 from kompakt.strategies._summarizer import (
     Rejected,
     SummarizingStrategy,
@@ -176,7 +177,7 @@ class FactRetrieval(SummarizingStrategy):
     def __init__(
         self,
         concepts: Sequence[Concept] = CODING_AGENT_CONCEPTS,
-        model: ChatModel | None = None,
+        model: ChatModel | str | None = None,
         *,
         keep_last: int = 4,
         max_facts: int = 12,
@@ -197,7 +198,7 @@ class FactRetrieval(SummarizingStrategy):
             raise ConfigError(f"`concepts` keywords must be unique, got {keywords!r}")
         super().__init__(
             keep_last=keep_last,
-            summarizer=model,
+            summarizer=as_model(model, "model"),
             max_summary_tokens=max_fact_tokens,
             max_input_tokens=max_input_tokens,
             timeout=timeout,

@@ -113,7 +113,7 @@ class Summarize(_ModelStrategy):
     def __init__(
         self,
         keep_last: int = 4,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
@@ -158,7 +158,7 @@ class WholeHistory(_ModelStrategy):
 
     def __init__(
         self,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         *,
         keep_last: int = DEFAULT_MIN_PRESERVED,
         keep_first_user: bool = True,
@@ -205,7 +205,7 @@ class FromLastN(_ModelStrategy):
     def __init__(
         self,
         n: int = 10,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         *,
         keep_last: int = DEFAULT_MIN_PRESERVED,
         prompt: str | None = None,
@@ -257,7 +257,7 @@ class Chunked(_ModelStrategy):
     def __init__(
         self,
         chunk_size: int = 10,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         *,
         keep_last: int = 4,
         max_concurrency: int = 8,
