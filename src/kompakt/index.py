@@ -127,8 +127,30 @@ class MessageIndex:
 
     def extend(self, messages: Iterable[Message]) -> list[Message]:
         """Append several messages; returns them as stored."""
-        append = self.append
-        return [append(m) for m in messages]
+        # `append`, inlined with its lookups hoisted: building an index is this loop
+        out: list[Message] = []
+        positions, stored, token_list = self._positions, self._messages, self._tokens
+        group_of, count, place = self._group_of, self.tokenizer.count_message, self._place
+        for message in messages:
+            if message.id in positions:
+                message = self._unique(message)
+            pos = len(stored)
+            tokens = count(message)
+            chars = message.char_count
+            group = place(message, pos)
+            group.end = pos + 1
+            group.tokens += tokens
+            group.chars += chars
+            if message.pinned or message.memory:
+                group.pinned = True
+            stored.append(message)
+            token_list.append(tokens)
+            group_of.append(group.index)
+            positions[message.id] = pos
+            self.total_tokens += tokens
+            self.total_chars += chars
+            out.append(message)
+        return out
 
     def _unique(self, message: Message) -> Message:
         if message.id not in self._positions:
