@@ -14,6 +14,7 @@ MODULES = [
     "kompakt.eval.report",
     "kompakt.eval.svg",
     "kompakt.eval.compactors",
+    "kompakt.eval.fallbacks",
     "kompakt.eval.batch",
     "kompakt.cli.errors",
 ]

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from kompakt.cli.common import out_console, progress_bar
 from kompakt.cli.errors import EXIT_FAILURE, fail, handled
@@ -36,9 +37,12 @@ __all__ = ["batch_command"]
 
 def _print_summary(summary: BatchSummary, output: Path) -> None:
     out_console.print(
-        f"[bold]{summary.count('done')}[/] done, {summary.count('skipped')} skipped "
-        f"(already there), [bold]{summary.count('failed')}[/] failed in "
-        f"{summary.seconds:.1f} s → {output}",
+        Text.assemble(
+            (str(summary.count("done")), "bold"),
+            f" done, {summary.count('skipped')} skipped (already there), ",
+            (str(summary.count("failed")), "bold"),
+            f" failed in {summary.seconds:.1f} s → {output}",
+        ),
         highlight=False,
     )
     failed = [r for r in summary.results if r.status == "failed"]
@@ -47,7 +51,7 @@ def _print_summary(summary: BatchSummary, output: Path) -> None:
         t.add_column("file")
         t.add_column("error")
         for r in failed[:50]:
-            t.add_row(r.relative, r.error or "")
+            t.add_row(Text(r.relative), Text(r.error or ""))  # never markup: "[ray] ..."
         out_console.print(t)
 
 
@@ -137,7 +141,8 @@ def batch_command(
             def progress(r: ItemResult) -> None:
                 bar.advance(task)
                 if r.status == "failed":
-                    bar.console.print(f"[red]failed[/] {r.relative}: {r.error}", highlight=False)
+                    line = Text.assemble(("failed", "red"), f" {r.relative}: {r.error}")
+                    bar.console.print(line, highlight=False)
 
             summary = run_batch(
                 job, items, workers=workers, ray_address=ray, force=force, on_result=progress

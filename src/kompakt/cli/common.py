@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
+from kompakt.cli.errors import EXIT_FAILURE, fail
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.eval.compactors import (
     DEFAULT_TARGET,
@@ -38,7 +40,10 @@ __all__ = [
     "out_console",
     "progress_bar",
     "read_conversation",
+    "report_fallbacks",
     "resolve_budget",
+    "summarizer_names",
+    "warn",
     "write_report",
 ]
 
@@ -118,6 +123,34 @@ def budget_error(exc: BudgetImpossible, budget: int | None, target: float) -> Co
     )
 
 
+def summarizer_names(*holders: Any) -> list[str]:
+    """Names of the models in use: each holder is a name, a model, or has a ``summarizer``."""
+    names: list[str] = []
+    for h in holders:
+        model = getattr(h, "summarizer", h)
+        name = model if isinstance(model, str) else getattr(model, "name", None)
+        if isinstance(name, str) and name and name not in names:
+            names.append(name)
+    return names
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr, verbatim (no rich markup: it quotes model errors)."""
+    sys.stderr.write(" ".join(line.split()) + "\n")
+    sys.stderr.flush()
+
+
+def report_fallbacks(lines: list[str], *, strict: bool) -> None:
+    """Print each fallback warning; with `strict`, then fail with exit code 1."""
+    for line in lines:
+        warn(line)
+    if strict and lines:
+        fail(
+            f"{len(lines)} fallback(s) taken and --strict given: see the warnings above",
+            EXIT_FAILURE,
+        )
+
+
 def progress_bar(
     verb: str, unit: str, *, disable: bool = False, console: Console | None = None
 ) -> Progress:
@@ -163,4 +196,4 @@ def emit(
         return
     show()
     if written:
-        out_console.print(f"report: [bold]{written}[/]")
+        out_console.print(Text.assemble("report: ", (str(written), "bold")))

@@ -13,7 +13,10 @@ from kompakt.cli.common import (
     err_console,
     load_tokenizer,
     read_conversation,
+    report_fallbacks,
     resolve_budget,
+    summarizer_names,
+    warn,
 )
 from kompakt.cli.errors import handled
 from kompakt.cli.replay import (
@@ -23,11 +26,13 @@ from kompakt.cli.replay import (
     FormatOpt,
     ModelOpt,
     StrategyOpt,
+    StrictOpt,
     TokenizerOpt,
     ToOpt,
 )
-from kompakt.eval.compactors import compact_messages, load_model
+from kompakt.eval.compactors import budget_warning, compact_once, load_model
 from kompakt.eval.documents import render_document, write_atomic
+from kompakt.eval.fallbacks import fallback_warnings
 
 __all__ = ["compact_command"]
 
@@ -44,6 +49,7 @@ def compact_command(
     tokenizer: TokenizerOpt = "chars",
     source_format: FormatOpt = None,
     to: ToOpt = None,
+    strict: StrictOpt = False,
 ) -> None:
     """Compact a transcript once and write it in the same format (or --to another).
 
@@ -55,23 +61,30 @@ def compact_command(
         tok = load_tokenizer(tokenizer)
         conv = read_conversation(file, source_format)
         before = count_tokens(conv, tok)
-        out = compact_messages(
+        summarizer = load_model(model)
+        done = compact_once(
             conv,
             tokenizer=tok,
             budget=resolve_budget(budget, before),
             strategy=strategy,
             config=config,
-            summarizer=load_model(model),
+            summarizer=summarizer,
         )
-        text = render_document(out, conv, to)
-        after = count_tokens(out, tok)
+        fallbacks = done.event.fallbacks if done.event is not None else []
+        names = summarizer_names(summarizer, *done.models)
+        report_fallbacks(fallback_warnings(fallbacks, names), strict=strict)
+        text = render_document(done.messages, conv, to)
         if output == "-":
             sys.stdout.write(text)
             sys.stdout.flush()
         else:
             write_atomic(Path(output), text)
+        over = budget_warning(done, strategy)
+        if over:
+            warn(over)
         err_console.print(
-            f"compacted {len(conv)} → {len(out)} messages, {before:,} → {after:,} tokens"
-            + ("" if output == "-" else f": {output}"),
+            f"compacted {len(conv)} → {len(done.messages)} messages, "
+            f"{before:,} → {done.tokens:,} tokens" + ("" if output == "-" else f": {output}"),
             highlight=False,
+            markup=False,
         )

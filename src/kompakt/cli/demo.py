@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from kompakt.cli.common import (
     count_tokens,
@@ -69,7 +70,9 @@ def demo_command(
         )
         print_replay(result)
         written = write_report(replay_report(result, title="kompakt demo"), output)
-        out_console.print(f"\nreport written to [bold]{written}[/] (open it in a browser)")
+        out_console.print(
+            Text.assemble("\nreport written to ", (str(written), "bold"), " (open it in a browser)")
+        )
         out_console.print(
             "your own run: [bold]kompakt replay RUN.json --budget 0.3 --report replay.html[/]",
             highlight=False,

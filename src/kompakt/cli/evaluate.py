@@ -8,19 +8,30 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from kompakt.cli.common import emit, load_tokenizer, out_console, progress_bar, read_conversation
+from kompakt.cli.common import (
+    emit,
+    load_tokenizer,
+    out_console,
+    progress_bar,
+    read_conversation,
+    report_fallbacks,
+)
 from kompakt.cli.errors import handled
 from kompakt.cli.replay import (
     FormatOpt,
     JsonOpt,
     ModelOpt,
     ReportOpt,
+    StrictOpt,
     TargetOpt,
     TokenizerOpt,
+    replay_warnings,
 )
 from kompakt.errors import ConfigError
 from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
+from kompakt.eval.fallbacks import model_failure_warning
 from kompakt.eval.probes import Needle
 from kompakt.eval.report import eval_report
 from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate, parse_budgets
@@ -34,19 +45,33 @@ __all__ = ["DEFAULT_STRATEGIES", "eval_command", "model_asker", "print_eval"]
 DEFAULT_STRATEGIES = "truncation,collapse,budgeted,digest"
 
 
-def model_asker(model: ChatModel) -> Asker:
-    """Ask `model` each needle's question over the final context; right if it says the value."""
+def model_asker(model: ChatModel, failures: list[str] | None = None) -> Asker:
+    """Ask `model` each needle's question over the final context; right if it says the value.
+
+    A failed call counts as a wrong answer; its error is added to `failures`.
+    """
     from kompakt.errors import ModelError
 
     def ask(context: Sequence[Message], needle: Needle) -> bool:
         question = Message.user("Answer from the conversation above only. " + needle.question)
         try:
             response = model.chat_sync([*context, question], max_tokens=64)
-        except ModelError:
+        except ModelError as exc:
+            if failures is not None:
+                failures.append(str(exc))
             return False
         return needle.value.lower() in response.message.text.lower()
 
     return ask
+
+
+def _warnings(result: EvalResult, model: ChatModel | None, failures: list[str]) -> list[str]:
+    """Each distinct fallback of every replay, then each distinct failure to answer."""
+    lines = replay_warnings([c.result for c in result.cells if c.result is not None], model)
+    if model is not None:
+        for error in dict.fromkeys(failures):
+            lines.append(model_failure_warning(model.name, error, "counted as not answered"))
+    return lines
 
 
 def _pct(value: float | None) -> str:
@@ -68,8 +93,8 @@ def print_eval(result: EvalResult) -> None:
             t.add_section()
         last = r.budget
         t.add_row(
-            r.strategy,
-            r.budget,
+            Text(r.strategy),
+            Text(r.budget),
             *(_pct(r.survival[k]) for k in KINDS),
             _pct(r.tokens_kept),
             str(r.compactions),
@@ -88,7 +113,9 @@ def print_eval(result: EvalResult) -> None:
         for col in ("strategy", "budget", "answered"):
             a.add_column(col)
         for r in result.rows():
-            a.add_row(r.strategy, r.budget, "—" if r.answered is None else f"{r.answered:.0%}")
+            a.add_row(
+                Text(r.strategy), Text(r.budget), "—" if r.answered is None else f"{r.answered:.0%}"
+            )
         out_console.print(a)
 
 
@@ -112,6 +139,7 @@ def eval_command(
     fmt: FormatOpt = None,
     report: ReportOpt = None,
     json_out: JsonOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Retention benchmark: how much of each run survives each strategy at each budget.
 
@@ -136,6 +164,7 @@ def eval_command(
             make_compactor(name, 1000, target=target, tokenizer=tok, summarizer=summarizer)
         runs = [(Path(f).name, list(read_conversation(f, fmt))) for f in files]
         total = len(runs) * len(budgets) * len(names)
+        failures: list[str] = []
         with progress_bar("evaluating", "replays", disable=json_out) as bar:
             task = bar.add_task("eval", total=total)
             result = evaluate(
@@ -146,9 +175,10 @@ def eval_command(
                     name, tokens, target=target, tokenizer=tok, summarizer=summarizer
                 ),
                 tokenizer=tok,
-                ask=model_asker(summarizer) if summarizer is not None else None,
+                ask=model_asker(summarizer, failures) if summarizer is not None else None,
                 on_cell=lambda _c: bar.advance(task),
             )
+        report_fallbacks(_warnings(result, summarizer, failures), strict=strict)
         emit(
             result,
             html=lambda: eval_report(result),

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from kompakt.cli.common import load_tokenizer, out_console, read_conversation
 from kompakt.cli.errors import handled
@@ -95,15 +96,19 @@ def _calls_text(index: MessageIndex, i: int) -> str:
 def _print(data: dict[str, Any]) -> None:
     c = out_console
     c.print(
-        f"[bold]{data['messages']}[/] messages · {data['groups']} groups · {data['turns']} turns · "
-        f"[bold]{data['tokens']:,}[/] tokens ({data['tokenizer']}) · format {data['format']}"
+        Text.assemble(
+            (str(data["messages"]), "bold"),
+            f" messages · {data['groups']} groups · {data['turns']} turns · ",
+            (f"{data['tokens']:,}", "bold"),
+            f" tokens ({data['tokenizer']}) · format {data['format']}",
+        )
     )
     t = Table(title="Tokens by group kind", title_justify="left")
     for col in ("kind", "groups", "messages", "tokens", "share"):
         t.add_column(col, justify="left" if col == "kind" else "right")
     for kind, row in data["by_kind"].items():
         t.add_row(
-            kind,
+            Text(kind),
             str(row["groups"]),
             str(row["messages"]),
             f"{row['tokens']:,}",
@@ -114,7 +119,7 @@ def _print(data: dict[str, Any]) -> None:
     for col in ("#", "role", "tokens", "preview"):
         t.add_column(col, justify="right" if col in ("#", "tokens") else "left")
     for m in data["largest"]:
-        t.add_row(str(m["index"]), m["role"], f"{m['tokens']:,}", m["preview"])
+        t.add_row(str(m["index"]), Text(m["role"]), f"{m['tokens']:,}", Text(m["preview"]))
     c.print(t)
     if data["tools"]:
         t = Table(title="Tool calls", title_justify="left")
@@ -122,7 +127,7 @@ def _print(data: dict[str, Any]) -> None:
             t.add_column(col, justify="left" if col == "tool" else "right")
         for row in data["tools"]:
             t.add_row(
-                row["name"],
+                Text(row["name"]),
                 str(row["calls"]),
                 f"{row['result_tokens']:,}",
                 f"{row['mean_result_tokens']:,}",
@@ -134,8 +139,8 @@ def _print(data: dict[str, Any]) -> None:
     t.add_column("problems", justify="right")
     t.add_column("first problems")
     for dialect, probs in data["problems"].items():
-        status = "[green]ok[/]" if not probs else f"[red]{len(probs)}[/]"
-        t.add_row(dialect, status, "\n".join(probs[:3]) or "—")
+        status = Text("ok", "green") if not probs else Text(str(len(probs)), "red")
+        t.add_row(dialect, status, Text("\n".join(probs[:3]) or "—"))
     c.print(t)
 
 

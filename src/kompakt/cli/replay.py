@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kompakt.cli.common import (
     budget_error,
@@ -19,17 +21,29 @@ from kompakt.cli.common import (
     out_console,
     progress_bar,
     read_conversation,
+    report_fallbacks,
     resolve_budget,
+    summarizer_names,
 )
 from kompakt.cli.errors import handled
 from kompakt.errors import BudgetImpossible, InputError
 from kompakt.eval.compactors import DEFAULT_TARGET
+from kompakt.eval.fallbacks import fallback_warnings
 from kompakt.eval.replay import CompactorLike, ReplayEvent, ReplayResult, replay
 from kompakt.eval.report import replay_report
 from kompakt.messages import Message
 from kompakt.tokens import Tokenizer
 
-__all__ = ["JsonOpt", "ReportOpt", "ToOpt", "print_replay", "replay_command", "run_replay"]
+__all__ = [
+    "JsonOpt",
+    "ReportOpt",
+    "StrictOpt",
+    "ToOpt",
+    "print_replay",
+    "replay_command",
+    "replay_warnings",
+    "run_replay",
+]
 
 ReportOpt = Annotated[
     Path | None, typer.Option("--report", "-r", help="Write an HTML report here.")
@@ -82,9 +96,13 @@ FormatOpt = Annotated[
     ),
 ]
 ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option("--strict", help="Exit 1 if a fallback was taken (e.g. a summarizer failed)."),
+]
 
 
-def _event_line(e: ReplayEvent) -> str:
+def _event_line(e: ReplayEvent) -> Text:
     what = []
     if e.groups_dropped:
         what.append(f"dropped {e.groups_dropped}")
@@ -93,10 +111,11 @@ def _event_line(e: ReplayEvent) -> str:
     if e.groups_summarized:
         what.append(f"summarized {e.groups_summarized}")
     calls = f", {e.model_calls} model call(s)" if e.model_calls else ""
-    return (
-        f"[cyan]compaction[/] at message {e.position}: {e.tokens_before:,} → "
+    return Text.assemble(
+        ("compaction", "cyan"),
+        f" at message {e.position}: {e.tokens_before:,} → "
         f"{e.tokens_after:,} tokens ({', '.join(what) or 'no group changed'} groups{calls}, "
-        f"{e.seconds * 1000:.1f} ms): {e.what(2)}"
+        f"{e.seconds * 1000:.1f} ms): {e.what(2)}",
     )
 
 
@@ -134,6 +153,13 @@ def run_replay(
         )
 
 
+def replay_warnings(results: Iterable[ReplayResult], *models: object) -> list[str]:
+    """One warning line per distinct fallback taken in `results` (see `fallback_warnings`);
+    `models` are the models or compactors in use, to name a failed summarizer."""
+    fallbacks = [f for r in results for e in r.events for f in e.fallbacks]
+    return fallback_warnings(fallbacks, summarizer_names(*models))
+
+
 _BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -148,11 +174,12 @@ def sparkline(values: list[int], top: int, width: int = 60) -> str:
 
 def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     """The end-of-replay summary: context sizes, events, what is still visible."""
-    head = Table(title=f"Replay of {result.source}", show_header=False, title_justify="left")
+    head = Table(title=Text(f"Replay of {result.source}"), show_header=False, title_justify="left")
     head.add_column("", style="bold")
     head.add_column("")
     head.add_row(
-        "strategy", f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}"
+        "strategy",
+        Text(f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}"),
     )
     head.add_row("messages / model calls", f"{result.messages} / {len(result.steps)}")
     head.add_row("peak context without", f"{result.peak_tokens_full:,} tokens")
@@ -180,7 +207,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
         )
         for e in shown:
-            ev.add_row(*e.cells())
+            ev.add_row(*(Text(c) for c in e.cells()))
         console.print(ev)
     art = Table(title="Still visible at the end", title_justify="left")
     for col in ("kind", "visible", "recoverable by recall", "lost (examples)"):
@@ -190,7 +217,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             a.kind,
             f"{a.visible}/{a.total}",
             str(a.recoverable),
-            "; ".join(x[:50] for x in a.lost[:2]) or "—",
+            Text("; ".join(x[:50] for x in a.lost[:2]) or "—"),
         )
     console.print(art)
 
@@ -206,6 +233,7 @@ def replay_command(
     fmt: FormatOpt = None,
     report: ReportOpt = None,
     json_out: JsonOpt = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Replay a recorded run turn by turn through a compactor.
 
@@ -245,6 +273,7 @@ def replay_command(
             )
         except BudgetImpossible as exc:
             raise budget_error(exc, tokens, target) from exc
+        report_fallbacks(replay_warnings([result], compactor), strict=strict)
         emit(
             result,
             html=lambda: replay_report(result),

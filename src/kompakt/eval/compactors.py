@@ -28,6 +28,7 @@ CharEstimator(chars_per_token=3.0)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +38,17 @@ from kompakt.messages import Message
 from kompakt.tokens import CharEstimator, Tokenizer
 
 if TYPE_CHECKING:
-    from kompakt.compactor import Compactor
+    from kompakt.compactor import CompactionEvent, Compactor
     from kompakt.models import ChatModel
 
 __all__ = [
     "DEFAULT_STRATEGY",
     "DEFAULT_TARGET",
     "STRATEGIES",
+    "Compacted",
+    "budget_warning",
     "compact_messages",
+    "compact_once",
     "compactor_from_config",
     "load_model",
     "load_tokenizer",
@@ -208,6 +212,77 @@ def compactor_from_config(source: str | Path | Mapping[str, Any]) -> Compactor:
     return Compactor.from_config(dict(source))
 
 
+@dataclass
+class Compacted:
+    """One compaction's output: the messages, what happened, and the budget held to."""
+
+    messages: list[Message]
+    event: CompactionEvent | None
+    """None when a config's trigger did not fire (nothing ran)."""
+    budget: int | None
+    """The token budget (None with a config: its target says when to stop)."""
+    tokens: int
+    """Tokens of `messages`."""
+    models: tuple[str, ...] = ()
+    """Names of the summarizer models in use (to name them in fallback warnings)."""
+
+    @property
+    def over_budget(self) -> bool:
+        """The output is larger than the budget (a single strategy ran out of room)."""
+        return self.budget is not None and self.tokens > self.budget
+
+
+def compact_once(
+    messages: Sequence[Message],
+    *,
+    tokenizer: Tokenizer,
+    budget: int | None,
+    strategy: str | None = None,
+    config: str | Path | Mapping[str, Any] | None = None,
+    summarizer: ChatModel | None = None,
+) -> Compacted:
+    """Compact once: a named strategy stopped at `budget`, or a config's compactor.
+
+    Every named strategy runs with the target "at most `budget` tokens", so it removes
+    only what the budget needs (nothing when the run fits already). A single strategy
+    may run out of things to remove before that (`clamp` only shortens oversized
+    messages): the result then says so with `over_budget`.
+
+    >>> from kompakt import Message
+    >>> msgs = [Message.user(f"message {i} " + "x" * 400) for i in range(10)]
+    >>> done = compact_once(msgs, tokenizer=CharEstimator(), budget=500, strategy="truncation")
+    >>> len(done.messages), done.tokens <= 500, done.over_budget
+    (4, True, False)
+    """
+    from kompakt.compactor import Compactor
+    from kompakt.triggers import TokensBelow, TokensExceed
+
+    index = MessageIndex(messages, tokenizer=tokenizer)
+    if config is not None:
+        compactor = compactor_from_config(config)
+        budget = None  # the config's own target says when to stop
+    elif budget is None:
+        raise ConfigError("--budget is required (tokens like 8000, or a fraction like 0.2)")
+    else:
+        if budget < 1:
+            raise ConfigError(f"--budget must be at least 1 token, got {budget!r}")
+        compactor = Compactor(
+            trigger=TokensExceed(budget),
+            strategy=make_strategy(strategy or DEFAULT_STRATEGY, budget, summarizer=summarizer),
+            target=TokensBelow(budget),
+            tokenizer=tokenizer,
+            summarizer=summarizer,
+        )
+    name = getattr(compactor.summarizer, "name", None)
+    models = (name,) if isinstance(name, str) else ()
+    if not compactor.check(index):
+        return Compacted(list(index.messages), None, budget, index.total_tokens, models)
+    view, event = compactor.compact(index)
+    out = view.render()
+    tokens = MessageIndex(out, tokenizer=tokenizer).total_tokens
+    return Compacted(out, event, budget, tokens, models)
+
+
 def compact_messages(
     messages: Sequence[Message],
     *,
@@ -217,18 +292,27 @@ def compact_messages(
     config: str | Path | Mapping[str, Any] | None = None,
     summarizer: ChatModel | None = None,
 ) -> list[Message]:
-    """Compact once: a named strategy held to `budget`, or a config's compactor."""
-    if config is not None:
-        compactor = compactor_from_config(config)
-        index = MessageIndex(messages, tokenizer=tokenizer)
-        if not compactor.check(index):
-            return list(index.messages)
-        view, _event = compactor.compact(index)
-        return view.render()
-    if budget is None:
-        raise ConfigError("--budget is required (tokens like 8000, or a fraction like 0.2)")
-    from kompakt.compactor import apply_compaction
+    """The messages of `compact_once`."""
+    return compact_once(
+        messages,
+        tokenizer=tokenizer,
+        budget=budget,
+        strategy=strategy,
+        config=config,
+        summarizer=summarizer,
+    ).messages
 
-    chosen = make_strategy(strategy or DEFAULT_STRATEGY, budget, summarizer=summarizer)
-    out = apply_compaction(list(messages), chosen, tokenizer=tokenizer, summarizer=summarizer)
-    return [m for m in out if isinstance(m, Message)]
+
+def budget_warning(done: Compacted, strategy: str | None) -> str | None:
+    """The warning line when `strategy` alone could not reach the budget, else None.
+
+    >>> budget_warning(Compacted([], None, 100, 150), "clamp")
+    'warning: clamp reached 150 tokens, over the budget of 100; --strategy budgeted holds it'
+    """
+    if not done.over_budget:
+        return None
+    name = strategy or DEFAULT_STRATEGY
+    return (
+        f"warning: {name} reached {done.tokens:,} tokens, over the budget of {done.budget:,}; "
+        "--strategy budgeted holds it"
+    )

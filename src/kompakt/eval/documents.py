@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,29 @@ def render_document(messages: Sequence[Message], source: Any, to: str | None = N
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and a rename: never half-written."""
+    """Write via a temporary file in the same folder and a rename: never half-written.
+
+    The file gets the mode a plain ``open()`` gives (``0o666`` less the umask), not
+    the private ``0o600`` of `tempfile.mkstemp`.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """A new, unique temporary file next to `path`, opened for writing (mode 0o666 less
+    the umask: the kernel applies the umask, so it is never read or changed here)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
