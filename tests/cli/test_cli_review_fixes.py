@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from clihelp import SMALL, invoke
+from clihelp import SMALL, invoke, run
 
 import kompakt
 from kompakt.cli import batch as batch_cli
@@ -118,6 +118,17 @@ def test_replay_warns_once_per_distinct_fallback(no_key: None) -> None:
     strict = invoke("replay", str(SMALL), "-s", "summarize", "-m", MODEL, "-b", "0.3", "--strict")
     assert strict.code == 1
     assert _warnings(strict.stderr) == lines
+
+
+def test_unreachable_server_in_a_real_process(tmp_path: Path) -> None:
+    spec = "openai:gpt-4o@http://127.0.0.1:9/v1"  # sockets refused by `offline`
+    args = ("compact", str(SMALL), "-s", "summarize", "-m", spec, "-b", "0.3", "-o", "-")
+    r = run(*args, "--strict", offline=tmp_path / "site")
+    assert r.code == 1, r.stderr
+    lines = _warnings(r.stderr)
+    assert any(x.startswith("warning: summarizer openai:gpt-4o failed (") for x in lines), lines
+    assert r.stdout == ""  # --strict: nothing written
+    assert r.stderr.splitlines()[-1].startswith("kompakt: error: ")
 
 
 def test_eval_strict_exits_1_on_a_failed_model(no_key: None) -> None:
