@@ -241,7 +241,7 @@ class SummarizingStrategy(BaseStrategy):
         try:
             return await self._ask_all(model, context, messages, previous, limit, merge)
         except Exception as exc:  # any failure of the model falls back, never breaks
-            reason = describe_error(exc)
+            reason = describe_error(exc).removeprefix(f"{model.name}: ")  # ModelError names it
         try:
             text = _digest_of(messages, previous, limit, tok)
             note_fallback(context, f"{model.name}: {reason}; used the extractive digest")
