@@ -60,6 +60,7 @@ STRATEGIES: dict[str, Factory] = {
     "collapse_excl": lambda total: CollapseToolResults(keep_last=0, exclude_tools=["plan"]),
     "remove_tools": lambda total: RemoveToolCalls(keep_last=1),
     "clamp": lambda total: ClampOversized(max_tokens=200),
+    "clamp_all": lambda total: ClampOversized(max_tokens=200, min_preserved=0),
     "supersede": lambda total: SupersedeReads(),
     "supersede_path": lambda total: SupersedeReads(key="path", min_preserved=0),
     "pipeline": lambda total: Pipeline(

@@ -235,6 +235,7 @@ def test_a_result_arriving_after_its_batch_was_clamped_joins_it() -> None:
     late = index.append(result("c3", "z" * 30_000))
     out = check_view(view, validity(list(index.messages)))
     assert out[-1] is late and view.total_tokens > 7_000  # sent as it came, and counted
+    assert view.replacement(3) == (msgs[4], out[5], late)  # what a store records
     view, _ = compactor.compact(index)  # the next compaction clamps it too
     out = check_view(view, validity(list(index.messages)))
     assert [m.synthetic for m in out[-3:]] == [None, "clamped", "clamped"]

@@ -79,8 +79,13 @@ class View:
         return self._replaced.get(group) == _EMPTY
 
     def replacement(self, group: int) -> tuple[Message, ...] | None:
-        """What stands in for the group (empty when dropped), or None for the original."""
-        return self._replaced.get(group)
+        """What stands in for the group (empty when dropped), or None for the original.
+
+        For a pending batch replaced (its results clamped), the results that arrived
+        since follow, as they are.
+        """
+        r = self._replaced.get(group)
+        return r + self._arrived(group) if r and self._partial else r
 
     def rendered(self, group: int) -> Sequence[Message]:
         """The messages this group contributes to `render()`."""
