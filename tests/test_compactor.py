@@ -472,3 +472,19 @@ def test_event_before_and_finish_account_every_step() -> None:
     assert (event.tokens_before, event.tokens_after) == (312, view.total_tokens)
     assert event.messages_after == view.message_count == 1 and event.seconds == 0.5
     assert event.model_calls == 2 and event.fallbacks == ["Truncation: why"]
+
+
+def test_supersede_waits_while_the_newer_result_is_not_sent() -> None:
+    msgs = [Message.user("go")]
+    for i in (1, 2):
+        msgs += [call_msg(f"c{i}", "read_file", {"path": "a.py"}),
+                 Message.tool(f"v{i} " + "x" * 400, tool_call_id=f"c{i}")]  # fmt: skip
+    msgs.append(Message.user("next"))
+    view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
+    note = Message.note("[collapsed]", synthetic="collapsed", covers=(msgs[3].id, msgs[4].id))
+    view.replace(2, (note,))  # the newer read is collapsed: the older one is all there is
+    strategy = SupersedeReads(min_preserved=0)
+    assert not run_strategy_sync(strategy, view, CompactionContext(view)).changed
+    view.restore(2)
+    assert run_strategy_sync(strategy, view, CompactionContext(view)).changed
+    assert view.render()[2].synthetic == "superseded"

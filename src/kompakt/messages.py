@@ -193,7 +193,7 @@ class Message:
         >>> n == Message.assistant("[3 files read]", synthetic="collapsed", covers=("m_1",))
         True
         """
-        if not text or role not in ROLES or type(covers) is not tuple:
+        if not text or not synthetic or role not in ROLES or type(covers) is not tuple:
             return cls(role=role, content=_text_parts(text), synthetic=synthetic, covers=covers)
         setattr_, new = object.__setattr__, object.__new__
         part = new(Part)

@@ -81,15 +81,13 @@ class SupersedeReads(BaseStrategy):
                 break
             if view.protected(g, self.min_preserved):
                 continue  # protected for now: asked again next time
-            stale = {
-                cid: call
-                for cid, (call, key) in seen.stale[g].items()
-                if seen.newest_sent(view, key)
-            }
-            if len(stale) == len(seen.stale[g]):
-                del seen.stale[g]
-            else:  # the newer result is not sent as it is (yet): keep asking about it
-                seen.stale[g] = {c: v for c, v in seen.stale[g].items() if c not in stale}
+            entry = seen.stale.pop(g)
+            if not view.is_original(g):  # results collapsed, summarized or dropped since
+                sent = _sent_results(view, g)
+                entry = {cid: v for cid, v in entry.items() if cid in sent}
+            stale = {cid: call for cid, (call, key) in entry.items() if seen.newest_sent(view, key)}
+            if len(stale) < len(entry):  # a newer result is not sent as it is: ask again
+                seen.stale[g] = {c: v for c, v in entry.items() if c not in stale}
             if not stale:
                 continue
             current = view.rendered(g)
@@ -111,12 +109,16 @@ class SupersedeReads(BaseStrategy):
                 view.replace(g, new)
                 context.note(groups_replaced=1)
                 changed = True
+        view.settle(self._walk_key(), seen.position)  # its own edits need no new reading
         return changed
+
+    def _walk_key(self) -> Hashable:
+        return ("SupersedeReads", self.key, self.tools)
 
     def _seen(self, view: View) -> _Seen:
         """What this strategy has read of the view's calls, brought up to date: only the
         groups new since the last compaction (and a batch that was waiting) are read."""
-        key = ("SupersedeReads", self.key, self.tools)
+        key = self._walk_key()
         seen = view.memo(key)
         if not isinstance(seen, _Seen):
             seen = _Seen(view)
@@ -124,9 +126,12 @@ class SupersedeReads(BaseStrategy):
             seen = seen.copy(view)
         view.keep(key, seen)
         groups = view.index.groups
+        # groups edited since (a collapse restored) are read again, like those still waiting
+        edited, _ = view.resume(key)
         waiting = seen.waiting
         seen.waiting = {}
-        for i in (*sorted(waiting), *range(seen.position, len(groups))):
+        again = sorted({*waiting, *(g for g in edited if g < seen.position)})
+        for i in (*again, *range(seen.position, len(groups))):
             group = groups[i]
             if group.kind != "tool_call":
                 continue
@@ -140,11 +145,7 @@ class SupersedeReads(BaseStrategy):
         """Record the answered calls of group `g` (but those in `done`); returns all read."""
         read = set(done)
         rendered = view.rendered(g)
-        answered = {
-            m.tool_call_id
-            for m in rendered
-            if m.role == "tool" and m.synthetic in (None, "clamped")
-        }
+        answered = _sent_results(view, g)
         ordinal = 0
         for m in rendered:
             for call in m.tool_calls:
@@ -228,6 +229,8 @@ class _Seen:
         if prev is None:
             self.newest[key] = (at, call)
             return
+        if prev[0] == at:  # read again (its group was edited since)
+            return
         if at[:2] > prev[0][:2]:
             self.newest[key] = (at, call)
             at, call = prev
@@ -236,9 +239,13 @@ class _Seen:
     def newest_sent(self, view: View, key: Hashable) -> bool:
         """The newest result of `key` is still sent (not collapsed, summarized, dropped)."""
         (g, _, cid), _ = self.newest[key]
-        if view.is_original(g):
-            return True
-        return any(
-            m.tool_call_id == cid and m.role == "tool" and m.synthetic in (None, "clamped")
-            for m in view.rendered(g)
-        )
+        return view.is_original(g) or cid in _sent_results(view, g)
+
+
+def _sent_results(view: View, g: int) -> set[str | None]:
+    """Call ids whose result group `g` sends as it came (or clamped)."""
+    return {
+        m.tool_call_id
+        for m in view.rendered(g)
+        if m.role == "tool" and m.synthetic in (None, "clamped")
+    }
