@@ -29,3 +29,29 @@ def test_none_and_models_pass_through() -> None:
     model = kompakt.ScriptedModel(["ok"])
     assert as_model(None) is None
     assert as_model(model) is model
+
+
+def test_compactor_and_apply_compaction_take_spec_strings() -> None:
+    compactor = kompakt.Compactor(
+        trigger=kompakt.Always(), strategy=kompakt.Truncation(), summarizer="extractive"
+    )
+    assert compactor.summarizer is not None and compactor.summarizer.name == "extractive"
+    msgs = [kompakt.Message.user("a" * 400), kompakt.Message.user("b")]
+    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(40), summarizer="extractive")
+    assert out[-1].text == "b"
+
+
+def test_agent_takes_a_spec_string_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kompakt.Agent("extractive").model.name == "extractive"
+    monkeypatch.setenv("KOMPAKT_MODEL", "extractive")
+    assert kompakt.Agent().model.name == "extractive"
+    with pytest.raises(kompakt.ConfigError, match="`model` must be a ChatModel"):
+        kompakt.Agent(42)  # type: ignore[arg-type]
+
+
+def test_config_tokenizer_takes_chars_per_token() -> None:
+    compactor = kompakt.Compactor.from_config(
+        {"tokenizer": "chars:3", "trigger": {"tokens": 100}, "strategy": [{"name": "truncation"}]}
+    )
+    assert isinstance(compactor.tokenizer, kompakt.CharEstimator)
+    assert compactor.tokenizer.chars_per_token == 3.0

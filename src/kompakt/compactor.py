@@ -43,6 +43,7 @@ from kompakt.config import (
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.models.registry import as_model
 from kompakt.strategies._common import COMPOSITE, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
@@ -52,7 +53,7 @@ from kompakt.strategies.base import (
     default_target,
     run_strategy,
 )
-from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
 from kompakt.triggers import Always, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
@@ -186,7 +187,7 @@ class Compactor:
         target: TriggerLike | None = None,
         *,
         tokenizer: Tokenizer | None = None,
-        summarizer: ChatModel | None = None,
+        summarizer: ChatModel | str | None = None,
         min_preserved: int | None = None,
     ) -> None:
         if strategy is None:
@@ -203,7 +204,7 @@ class Compactor:
             as_trigger(target) if target is not None else default_target(self.trigger)
         )
         self.tokenizer = tokenizer
-        self.summarizer = summarizer
+        self.summarizer = as_model(summarizer)
         self._view: View | None = None
 
     # -- the persistent view --------------------------------------------------------
@@ -365,15 +366,7 @@ def _tokenizer(spec: Any) -> Tokenizer | None:
         return None
     if not isinstance(spec, str):
         raise ConfigError(f"`tokenizer` must be a name or a path, got {spec!r}")
-    if spec in ("chars", "char", "estimate"):
-        return CharEstimator()
-    if spec.endswith(".json"):
-        from kompakt.tokens import HFTokenizer
-
-        return HFTokenizer(spec)
-    from kompakt.tokens import TiktokenTokenizer
-
-    return TiktokenTokenizer(spec)
+    return tokenizer_from_string(spec)
 
 
 def _summarizer(spec: Any) -> Any:
@@ -400,7 +393,7 @@ def apply_compaction(
     *,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
-    summarizer: ChatModel | None = None,
+    summarizer: ChatModel | str | None = None,
 ) -> Any:
     """Compact a message list once; the format that comes in is the format that goes out.
 
@@ -428,7 +421,7 @@ async def apply_compaction_async(
     *,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
-    summarizer: ChatModel | None = None,
+    summarizer: ChatModel | str | None = None,
 ) -> Any:
     """`apply_compaction` for strategies that await a model."""
     msgs, back = _read(messages, format)
@@ -461,11 +454,11 @@ def _strategy(strategy: StrategyLike | str) -> Any:
 
 
 def _prepare(
-    messages: Sequence[Message], tokenizer: Tokenizer | None, summarizer: ChatModel | None
+    messages: Sequence[Message], tokenizer: Tokenizer | None, summarizer: ChatModel | str | None
 ) -> tuple[View, CompactionContext]:
     index = MessageIndex(messages, tokenizer=tokenizer or CharEstimator())
     view = View(index)
-    return view, CompactionContext(view, summarizer=summarizer)
+    return view, CompactionContext(view, summarizer=as_model(summarizer))
 
 
 def _read(

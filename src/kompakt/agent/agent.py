@@ -51,6 +51,7 @@ from kompakt.errors import BudgetImpossible, ConfigError, InputError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models.base import ChatModel, ChatResponse, run_sync
+from kompakt.models.registry import as_model, model_from_env
 from kompakt.store.base import CompactionRecord, HistoryStore
 from kompakt.store.memory import MemoryStore
 from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
@@ -79,7 +80,8 @@ class Agent:
     is kept whole in a store.
 
     Args:
-        model: the `ChatModel` the agent asks.
+        model: the `ChatModel` the agent asks, or a spec string (`"openai:gpt-4.1-mini"`);
+            None reads `KOMPAKT_MODEL` (default `extractive`).
         tools: functions (sync or async) or `Tool` objects the model may call.
         compactor: when and how to compact (`Compactor`); None = never compact. The
             agent keeps its own view; the compactor gives trigger, strategy, target
@@ -104,7 +106,7 @@ class Agent:
 
     def __init__(
         self,
-        model: ChatModel,
+        model: ChatModel | str | None = None,
         tools: Iterable[ToolLike] = (),
         *,
         compactor: Compactor | None = None,
@@ -127,7 +129,8 @@ class Agent:
             raise ConfigError(f"`max_steps` must be an int >= 1, got {max_steps!r}")
         if not 0 < warn_fraction <= 1:
             raise ConfigError(f"`warn_fraction` must be in (0, 1], got {warn_fraction!r}")
-        self.model = model
+        # a spec string, or KOMPAKT_MODEL when None (see docs/models.md)
+        self.model: ChatModel = as_model(model, "model") or model_from_env()
         self.compactor = compactor
         self.store: HistoryStore = store if store is not None else MemoryStore()
         self.session = session or uuid.uuid4().hex

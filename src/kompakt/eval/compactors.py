@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.tokens import Tokenizer, tokenizer_from_string
 
 if TYPE_CHECKING:
     from kompakt.compactor import CompactionEvent, Compactor
@@ -76,25 +76,7 @@ STRATEGIES: dict[str, str] = {
 
 def load_tokenizer(spec: str | None) -> Tokenizer:
     """``chars`` (default), ``chars:N``, ``cl100k_base`` or a ``tokenizer.json`` path."""
-    spec = (spec or "chars").strip()
-    if spec == "chars":
-        return CharEstimator()
-    if spec.startswith("chars:"):
-        try:
-            return CharEstimator(float(spec.split(":", 1)[1]))
-        except ValueError:
-            raise ConfigError(f"--tokenizer: expected chars:<number>, got {spec!r}") from None
-    if spec in ("tiktoken", "cl100k", "cl100k_base"):
-        from kompakt.tokens import TiktokenTokenizer
-
-        return TiktokenTokenizer("cl100k_base")
-    if spec.endswith(".json"):
-        from kompakt.tokens import HFTokenizer
-
-        return HFTokenizer(spec)
-    raise ConfigError(
-        f"--tokenizer: expected chars, chars:N, cl100k_base or a tokenizer.json path, got {spec!r}"
-    )
+    return tokenizer_from_string(spec, parameter="--tokenizer")
 
 
 def load_model(spec: str | None) -> ChatModel | None:
@@ -250,6 +232,7 @@ def compact_once(
 
     >>> from kompakt import Message
     >>> msgs = [Message.user(f"message {i} " + "x" * 400) for i in range(10)]
+    >>> from kompakt.tokens import CharEstimator
     >>> done = compact_once(msgs, tokenizer=CharEstimator(), budget=500, strategy="truncation")
     >>> len(done.messages), done.tokens <= 500, done.over_budget
     (4, True, False)
