@@ -152,6 +152,32 @@ class Message:
     def __hash__(self) -> int:
         return hash((self.id, self.digest))
 
+    def __repr__(self) -> str:
+        """Role, a short text, calls and the fields that differ from their defaults.
+
+        >>> repr(Message.user("fix the failing test", pinned=True))[:69]
+        "Message(role='user', text='fix the failing test', pinned=True, id='m_"
+        """
+        text = self.text
+        if len(text) > 60:
+            text = text[:57] + "..."
+        fields = [f"role={self.role!r}", f"text={text!r}"]
+        if any(p.kind != "text" for p in self.content):
+            fields.append(f"parts={[p.kind for p in self.content]!r}")
+        if self.tool_calls:
+            fields.append(f"tool_calls={[f'{c.name}#{c.id}' for c in self.tool_calls]!r}")
+        for name in ("tool_call_id", "name", "synthetic"):
+            value = getattr(self, name)
+            if value is not None:
+                fields.append(f"{name}={value!r}")
+        for name in ("pinned", "memory"):
+            if getattr(self, name):
+                fields.append(f"{name}=True")
+        if self.covers:
+            fields.append(f"covers={len(self.covers)} ids")
+        fields.append(f"id={self.id!r}")
+        return f"Message({', '.join(fields)})"
+
     # -- constructors -------------------------------------------------------------
 
     @classmethod
