@@ -224,20 +224,27 @@ class Compactor:
         """Forget the view: the next compaction starts from the originals."""
         self._view = None
 
-    def _index(self, source: MessageIndex | Sequence[Message]) -> MessageIndex:
+    def _index(self, source: MessageIndex | Sequence[Message] | Any) -> MessageIndex:
         if isinstance(source, MessageIndex):
             return source
         if self._view is not None and self._view.index.messages is source:
             return self._view.index
+        if not (isinstance(source, Sequence) and all(isinstance(m, Message) for m in source)):
+            from kompakt.formats import load
+
+            source = load(source)  # dicts or a document in any format kompakt reads
         return MessageIndex(source, tokenizer=self.tokenizer or CharEstimator())
 
     # -- checking and compacting ----------------------------------------------------
 
-    def check(self, source: MessageIndex | View) -> bool:
-        """Whether the trigger fires on what would be sent now. O(1)."""
+    def check(self, source: MessageIndex | View | Sequence[Message]) -> bool:
+        """Whether the trigger fires on what would be sent now.
+
+        O(1) on a `MessageIndex` or `View`; a plain list is indexed first (O(n)).
+        """
         if isinstance(source, View):
             return self.trigger(source)
-        return self.trigger(self.view_for(source))
+        return self.trigger(self.view_for(self._index(source)))
 
     def compact(
         self, source: MessageIndex | Sequence[Message], *, force: bool = False

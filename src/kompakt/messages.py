@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
+from kompakt.errors import InputError
+
 __all__ = [
     "Message",
     "Part",
@@ -81,6 +83,30 @@ class ToolCall:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Unknown fields of the source call, kept verbatim (for example `index`)."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.arguments, str):
+            if not isinstance(self.arguments, (dict, list)):
+                raise InputError(
+                    f"tool call {self.id!r}: `arguments` must be JSON text or a dict, "
+                    f"got {self.arguments!r}"
+                )
+            object.__setattr__(self, "arguments", json.dumps(self.arguments))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        """A call from an OpenAI-style dict (``{"id", "function": {"name", "arguments"}}``)
+        or a flat one (``{"id", "name", "arguments"}``).
+
+        >>> ToolCall.from_dict({"id": "c1", "function": {"name": "ls", "arguments": "{}"}}).name
+        'ls'
+        """
+        fn = data.get("function", data)
+        if not isinstance(fn, Mapping) or "name" not in fn or "id" not in data:
+            raise InputError(
+                f"a tool call dict needs 'id' and a 'name' (or 'function.name'), got {dict(data)!r}"
+            )
+        return cls(id=str(data["id"]), name=str(fn["name"]), arguments=fn.get("arguments", "{}"))
+
     def parsed_arguments(self) -> Any:
         """The arguments as Python data, or the raw text when they are not valid JSON."""
         try:
@@ -135,13 +161,14 @@ class Message:
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
-            raise ValueError(f"role must be one of {sorted(ROLES)}, got {self.role!r}")
+            raise InputError(f"`role` must be one of {sorted(ROLES)}, got {self.role!r}")
         if isinstance(self.content, str):  # tolerate Message(role=..., content="text")
             object.__setattr__(self, "content", (Part(text=self.content),) if self.content else ())
         elif not isinstance(self.content, tuple):
             object.__setattr__(self, "content", tuple(self.content))
-        if not isinstance(self.tool_calls, tuple):
-            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        calls = self.tool_calls
+        if not isinstance(calls, tuple) or not all(type(c) is ToolCall for c in calls):
+            object.__setattr__(self, "tool_calls", tuple(_as_call(c) for c in calls))
         if not isinstance(self.covers, tuple):
             object.__setattr__(self, "covers", tuple(self.covers))
         digest = _digest(self)
@@ -290,6 +317,14 @@ class Message:
 
 
 _CONTENT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "synthetic", "covers")
+
+
+def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    if isinstance(call, Mapping):
+        return ToolCall.from_dict(call)
+    raise InputError(f"`tool_calls` items must be ToolCall objects or dicts, got {call!r}")
 
 
 def _text_parts(text: str) -> tuple[Part, ...]:

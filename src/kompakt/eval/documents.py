@@ -32,8 +32,14 @@ def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and a rename: never half-written.
 
     The file gets the mode a plain ``open()`` gives (``0o666`` less the umask), not
-    the private ``0o600`` of `tempfile.mkstemp`.
+    the private ``0o600`` of `tempfile.mkstemp`. A target that exists and is not a
+    regular file (``/dev/null``, a FIFO, a terminal) is written to directly: renaming
+    over it would replace the device with a file.
     """
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8") as f:
+            f.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = _create_temp(path)
     try:
