@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "MissingDependency": "kompakt.errors",
     "ModelError": "kompakt.errors",
     "StoreError": "kompakt.errors",
+    "RuntimeFailure": "kompakt.errors",
     "Problem": "kompakt.errors",
     # formats and validation
     "load": "kompakt.formats",
@@ -183,6 +184,7 @@ __all__ = [
     "RemoveToolCalls",
     "Role",
     "RunResult",
+    "RuntimeFailure",
     "SQLiteStore",
     "ScriptedModel",
     "SlidingWindow",
@@ -263,6 +265,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         MissingDependency,
         ModelError,
         Problem,
+        RuntimeFailure,
         StoreError,
     )
     from kompakt.formats import (
