@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import Any
 
 from kompakt.errors import ConfigError, KompaktError
@@ -71,8 +72,8 @@ def parse_budgets(text: str) -> list[Budget]:
             raise ConfigError(
                 f"--budget: expected tokens (8000) or a fraction (0.2, 20%), got {raw!r}"
             ) from None
-        if value <= 0:
-            raise ConfigError(f"--budget must be > 0, got {raw!r}")
+        if not isfinite(value) or value <= 0:
+            raise ConfigError(f"--budget must be a finite number > 0, got {raw!r}")
         if is_fraction:
             if value > 1:
                 raise ConfigError(f"--budget fraction must be at most 100%, got {raw!r}")
