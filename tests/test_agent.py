@@ -16,10 +16,11 @@ from kompakt.compactor import Compactor
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ScriptedModel
 from kompakt.store import MemoryStore, SQLiteStore
-from kompakt.strategies import Budgeted, Summarize, Truncation
+from kompakt.strategies import Budgeted, CompactionContext, Summarize, Truncation
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
 from kompakt.validation import find_problems
+from kompakt.view import View
 
 
 def call(name: str, args: object = None, cid: str = "", raw: str | None = None) -> ToolCall:
@@ -77,6 +78,80 @@ def test_fresh_tool_results_reach_the_next_request_after_a_checkpoint(min_preser
         assert_valid(list(request))
     assert any(len(r) < len(model.requests[-1]) + 5 for r in model.requests)
     assert max(len(r) for r in model.requests) < 12  # the checkpoints did compact
+
+
+HUGE = "".join(f"line {i}: " + "abcdefghij" * 4 + "\n" for i in range(8_000))[:400_000]
+
+
+def cat(path: str) -> str:
+    """Print a file.
+
+    Args:
+        path: the file.
+    """
+    return HUGE
+
+
+def cat_then_answer() -> ScriptedModel:
+    return ScriptedModel([calls(call("cat", {"path": "big.log"}, cid="c1")), "done"])
+
+
+def test_a_clamped_fresh_result_is_sent_clamped_within_the_budget() -> None:
+    """A 400k-character result: Budgeted clamps it, and the clamp is what is sent."""
+    store = MemoryStore()
+    model = cat_then_answer()
+    compactor = Compactor(strategy=Budgeted(8_000))
+    agent = Agent(model, tools=[cat], compactor=compactor, store=store, session="s")
+    result = agent.run_sync("show big.log")
+    assert result.output == "done" and result.compactions
+    request = model.requests[1]
+    assert request.input_tokens <= 8_000  # what the provider counted, tool schemas included
+    assert result.request_tokens[1] <= 8_000
+    fresh = request[-1]
+    assert fresh.role == "tool" and fresh.tool_call_id == "c1"
+    assert fresh.synthetic == "clamped" and "tokens elided" in fresh.text
+    assert fresh.text.startswith("line 0: ") and HUGE.rstrip().endswith(fresh.text[-200:].rstrip())
+    assert request[-2].tool_calls[0].id == "c1"
+    assert_valid(list(request))
+    assert not any("restored" in w for w in result.warnings), result.warnings
+    assert [m.text for m in store.messages("s") if m.role == "tool"] == [HUGE]  # whole
+
+
+def _drop_newest(view: View, context: CompactionContext) -> bool:
+    last = view.index.groups[-1].index
+    if view.is_dropped(last):
+        return False
+    view.drop(last)
+    return True
+
+
+@pytest.mark.parametrize("how", ["budgeted", "context_window"])
+def test_a_removed_oversized_fresh_result_is_restored_clamped_to_fit(how: str) -> None:
+    """A strategy drops the fresh 400k-character result: it comes back, clamped to fit."""
+    model = cat_then_answer()
+    if how == "budgeted":
+        compactor = Compactor(strategy=Budgeted(8_000, [_drop_newest]))
+        agent = Agent(model, tools=[cat], compactor=compactor)
+    else:
+        compactor = Compactor(trigger=TokensExceed(8_000), strategy=_drop_newest)
+        agent = Agent(model, tools=[cat], compactor=compactor, context_window=8_000)
+    result = agent.run_sync("show big.log")
+    request = model.requests[1]
+    assert request.input_tokens <= 8_000
+    fresh = request[-1]
+    assert fresh.tool_call_id == "c1" and fresh.synthetic == "clamped"
+    assert fresh.text.startswith("line 0: ") and "tokens elided" in fresh.text
+    assert_valid(list(request))
+    assert any("restored, clamped to fit" in w for w in result.warnings), result.warnings
+
+
+def test_a_dropped_fresh_result_that_fits_is_restored_whole_with_a_warning() -> None:
+    model = ScriptedModel(tool_loop(2))
+    compactor = Compactor(trigger=TokensExceed(100), strategy=_drop_newest)
+    result = Agent(model, tools=[read_log], compactor=compactor).run_sync("read")
+    assert model.requests[1][-1].text == big_output(0)
+    assert model.requests[2][-1].text == big_output(1)
+    assert "a strategy removed the newest tool results; they were restored" in result.warnings
 
 
 def test_pending_call_is_never_orphaned_even_when_cancelled(tmp_path: Path) -> None:
@@ -280,6 +355,25 @@ def test_compact_now_between_phases_is_recorded() -> None:
     assert len(store.compactions("s")) == 1
     agent.run_sync("phase 2: decide")
     assert len(model.requests[-1]) < before
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_compact_now_stops_at_target_in_both_apis(sync: bool) -> None:
+    def agent() -> Agent:
+        a = Agent(ScriptedModel(tool_loop(6)), tools=[read_log], compactor=small_compactor())
+        a.run_sync("collect")  # trigger 600 / target 300: the checkpoints kept it small
+        return a
+
+    full = agent()
+    everything = full.compact_now_sync(Truncation(min_preserved=1), record=False)
+    stopped = agent()
+    target = TokensBelow(everything.tokens_before - 100)
+    if sync:
+        event = stopped.compact_now_sync(Truncation(min_preserved=1), target=target)
+    else:
+        event = asyncio.run(stopped.compact_now(Truncation(min_preserved=1), target=target))
+    assert everything.tokens_before == event.tokens_before
+    assert everything.tokens_after < event.tokens_after < event.tokens_before  # it stopped
 
 
 # -- usage, warnings, calibration -----------------------------------------------------

@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeAlias
 
 from kompakt.agent.background import BackgroundCompactor
 from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
+from kompakt.agent.fresh import keep_fresh_results
 from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
@@ -231,10 +232,14 @@ class Agent:
         return event
 
     def compact_now_sync(
-        self, strategy: StrategyLike | None = None, *, record: bool = True
+        self,
+        strategy: StrategyLike | None = None,
+        *,
+        target: TriggerLike | None = None,
+        record: bool = True,
     ) -> CompactionEvent:
-        """`compact_now` for code without an event loop."""
-        return run_sync(self.compact_now(strategy, record=record))
+        """`compact_now` for code without an event loop (the same arguments)."""
+        return run_sync(self.compact_now(strategy, target=target, record=record))
 
     # -- the loop -------------------------------------------------------------------
 
@@ -335,8 +340,9 @@ class Agent:
             reason="prepared in the background",
         )
         steps = prepared.steps if isinstance(prepared, CompactionEvent) else []
+        assert self.compactor is not None
+        self._after_compaction(view, self._budget(self.compactor.strategy, self._offset))
         event.finish(view, steps, seconds=waited)
-        self._after_compaction(view)
         return event
 
     def _compact_snapshot(self, snapshot: View) -> Coroutine[Any, Any, CompactionEvent]:
@@ -361,20 +367,28 @@ class Agent:
         summarizer = self.compactor.summarizer if self.compactor else None
         event = await _run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
         self._view = work
-        self._after_compaction(work)
+        self._after_compaction(work, self._budget(strategy, 0))
         event.tokens_after, event.messages_after = work.total_tokens, work.message_count
         log.info("session %s: %s", self.session, event.summary())
         return event
 
-    def _after_compaction(self, view: View) -> None:
+    def _after_compaction(self, view: View, budget: int | None) -> None:
         self._dirty = True
-        index = view.index
-        last = index.groups[-1] if index.groups else None
-        if last is not None and last.kind == "tool_call" and not view.is_original(last.index):
-            view.restore(last.index)  # the fresh tool results always reach the model
-            self._warn("a strategy removed the newest tool results; they were restored")
         if self._recall:
             add_recall_notes(view)
+        # the fresh tool results always reach the model: clamped copies stay (restoring
+        # them would undo the clamp); dropped or collapsed ones come back, within budget
+        warning = keep_fresh_results(view, budget)
+        if warning is not None:
+            self._warn(warning)
+
+    def _budget(self, strategy: StrategyLike, offset: int) -> int | None:
+        """Estimated tokens the view must fit in: the strategy's `token_budget` (moved by
+        `offset` when not calibrated yet), else the context window, calibrated."""
+        budget = getattr(strategy, "token_budget", None)
+        if isinstance(budget, int):
+            return max(1, budget - offset)
+        return max(1, self.context_window - self._offset) if self.context_window else None
 
     async def _after_run(self, result: RunResult) -> None:
         if self.compactor is not None and self._fires():
