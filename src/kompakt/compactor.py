@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kompakt.config import (
     STRATEGY_NAMES,
+    _list,
     read_config,
     strategy_from_name,
     strategy_from_spec,
@@ -321,10 +322,7 @@ class Compactor:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"unknown key(s) in config: {', '.join(unknown)}")
-        specs = data.get("strategy", [])
-        if isinstance(specs, (str, Mapping)):
-            specs = [specs]
-        strategies = [strategy_from_spec(s) for s in specs]
+        strategies = [strategy_from_spec(s) for s in _list(data.get("strategy", []), "strategy")]
         strategy: Any
         budget = data.get("budget")
         if isinstance(budget, Mapping):
@@ -334,7 +332,7 @@ class Compactor:
                 "budgeted",
                 token_budget=budget,
                 strategies=strategies or None,
-                early_stop=bool(data.get("early_stop", True)),
+                early_stop=_bool(data.get("early_stop", True), "early_stop"),
             )
         elif not strategies:
             raise ConfigError("config needs a `[[strategy]]` table or a `budget`")
@@ -350,7 +348,7 @@ class Compactor:
             target,
             tokenizer=_tokenizer(data.get("tokenizer")),
             summarizer=_summarizer(data.get("summarizer")),
-            min_preserved=data.get("min_preserved"),
+            min_preserved=_min_preserved(data.get("min_preserved")),
         )
 
     def __repr__(self) -> str:
@@ -366,6 +364,18 @@ def _with_min_preserved(strategy: Any, n: int) -> Any:
     if isinstance(inner, list):
         out.strategies = [_with_min_preserved(s, n) for s in inner]
     return out
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"`{where}` must be true or false, got {value!r}")
+    return value
+
+
+def _min_preserved(value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"`min_preserved` must be an int >= 0, got {value!r}")
+    return value
 
 
 def _tokenizer(spec: Any) -> Tokenizer | None:

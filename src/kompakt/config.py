@@ -121,7 +121,9 @@ def strategy_from_name(name: str, **options: Any) -> Any:
     if isinstance(options.get("target"), Mapping):
         options["target"] = target_from_table(options["target"], where=f"{key}.target")
     if options.get("strategies") is not None:
-        options["strategies"] = [strategy_from_spec(s) for s in options["strategies"]]
+        options["strategies"] = [
+            strategy_from_spec(s) for s in _list(options["strategies"], f"{key}.strategies")
+        ]
     try:
         return cls(**options)
     except TypeError as exc:
@@ -150,14 +152,14 @@ def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> T
     ``tool_calls = true`` fires while tool-call groups are sent; ``always = true``.
     """
     found: list[Trigger] = []
-    rest = dict(table)
+    rest = _table(table, where)
     for key, cls in _EXCEED.items():
         if key in rest:
             found.append(cls(_int(rest.pop(key), f"{where}.{key}")))
     if "fraction" in rest:
         found.append(
             ContextFraction(
-                float(rest.pop("fraction")),
+                _float(rest.pop("fraction"), f"{where}.fraction"),
                 window=rest.pop("window", None),
                 model=rest.pop("model", None),
             )
@@ -175,7 +177,7 @@ def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> T
 def target_from_table(table: Mapping[str, Any], *, where: str = "target") -> Trigger:
     """A target from ``{tokens = N, messages = N, ...}``: holds when all are at or below."""
     found: list[Trigger] = []
-    rest = dict(table)
+    rest = _table(table, where)
     if "tokens" in rest:
         found.append(TokensBelow(_int(rest.pop("tokens"), f"{where}.tokens")))
     for key, cls in _EXCEED.items():
@@ -208,6 +210,27 @@ def read_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
 def _int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"`{where}` must be an integer, got {value!r}")
+    return value
+
+
+def _float(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"`{where}` must be a number, got {value!r}")
+    return float(value)
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"`{where}` must be a table like {{tokens = 100000}}, got {value!r}")
+    return dict(value)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    """Strategy specs: one name or table, or a list of them."""
+    if isinstance(value, (str, Mapping)):
+        return [value]
+    if not isinstance(value, list):
+        raise ConfigError(f"`{where}` must be a strategy name, a table or a list, got {value!r}")
     return value
 
 
