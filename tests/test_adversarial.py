@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +15,15 @@ import pytest
 from kompakt.compactor import Compactor
 from kompakt.errors import ConfigError
 from kompakt.eval.retention import parse_budgets
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def kompakt(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m kompakt`` in a real process (real stdout encoding, no test runner)."""
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "160"}
+    cmd = [sys.executable, "-m", "kompakt", *args]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize("raw", ["nan", "inf", "-inf", "1e999", "nan%"])
@@ -36,3 +50,30 @@ def test_a_config_of_the_wrong_type_is_a_config_error(config: dict[str, Any], me
     """Was a TypeError/ValueError traceback, or silently accepted ("no" as early_stop=True)."""
     with pytest.raises(ConfigError, match=re.escape(message)):
         Compactor.from_config(config)
+
+
+LONE_SURROGATES = (
+    '[{"role": "user", "content": "bad \\ud800 x"}, {"role": "user", "content": "\\udfff"}]'
+)
+"""Valid JSON (escapes), but the strings hold lone surrogates that UTF-8 cannot encode."""
+
+
+@pytest.mark.parametrize("to", ["openai", "jsonl", "anthropic"])
+def test_lone_surrogates_are_written_back_escaped(tmp_path: Path, to: str) -> None:
+    """Was: UnicodeEncodeError (exit 1) while writing the output."""
+    src = tmp_path / "in.json"
+    src.write_text(LONE_SURROGATES)
+    r = kompakt("compact", "in.json", "--budget", "8000", "--to", to, "-o", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "out").read_text(encoding="utf-8")
+    if to == "openai":
+        assert json.loads(text) == json.loads(LONE_SURROGATES)  # lossless
+    assert "\\ud800" in text and "\\udfff" in text
+
+
+def test_inspect_prints_a_lone_surrogate(tmp_path: Path) -> None:
+    """Was: UnicodeEncodeError from the terminal while printing the largest messages."""
+    (tmp_path / "in.json").write_text(LONE_SURROGATES)
+    r = kompakt("inspect", "in.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "bad ? x" in r.stdout

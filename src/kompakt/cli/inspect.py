@@ -19,7 +19,8 @@ __all__ = ["inspect_command", "inspect_data"]
 
 
 def _preview(text: str, limit: int = 70) -> str:
-    flat = " ".join(text.split())
+    # a lone surrogate (valid as a JSON escape) cannot be written to a UTF-8 terminal
+    flat = " ".join(text.encode("utf-8", "replace").decode("utf-8").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,8 +25,23 @@ def render_document(messages: Sequence[Message], source: Any, to: str | None = N
         doc = source.with_messages(messages)  # keeps the envelope and records (`exit`)
     data = dump(doc, fmt)
     if isinstance(data, str):
-        return data if data.endswith("\n") else data + "\n"
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        text = data if data.endswith("\n") else data + "\n"
+    else:
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return _escape_surrogates(text)
+
+
+def _escape_surrogates(text: str) -> str:
+    """JSON text with each lone surrogate (read from a ``\\ud800`` escape) escaped again:
+    UTF-8 cannot encode it raw, and it only occurs inside JSON strings."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def write_atomic(path: Path, text: str) -> None:
