@@ -14,6 +14,7 @@ import pytest
 
 from kompakt.compactor import Compactor
 from kompakt.errors import ConfigError
+from kompakt.eval.batch import BatchJob, plan
 from kompakt.eval.retention import parse_budgets
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -77,3 +78,15 @@ def test_inspect_prints_a_lone_surrogate(tmp_path: Path) -> None:
     r = kompakt("inspect", "in.json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "bad ? x" in r.stdout
+
+
+@pytest.mark.parametrize("out", [".", ".."])
+def test_batch_refuses_an_output_folder_holding_its_inputs(tmp_path: Path, out: str) -> None:
+    """Was: every input skipped as an output, "0 done" and exit 0."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.json").write_text('[{"role": "user", "content": "hi"}]')
+    r = kompakt("batch", str(runs), "-o", str(runs / out), cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "holds the input folder" in r.stderr
+    assert plan(runs, runs / "out", BatchJob())[0].relative == "a.json"

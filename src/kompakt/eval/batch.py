@@ -29,6 +29,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Literal
 
+from kompakt.errors import ConfigError
 from kompakt.eval.documents import render_document, write_atomic
 
 __all__ = [
@@ -189,6 +190,12 @@ def plan(input_dir: Path, output_dir: Path, job: BatchJob) -> list[BatchItem]:
     """Every input file under `input_dir` (sorted) with its output path."""
     items: list[BatchItem] = []
     out_root = output_dir.resolve()
+    in_root = input_dir.resolve()
+    if out_root == in_root or out_root in in_root.parents:
+        # every input would be skipped as an output: the batch would do nothing, silently
+        raise ConfigError(
+            f"--output {str(output_dir)!r} holds the input folder: choose a folder outside it"
+        )
     for path in sorted(input_dir.rglob("*")):
         rel = path.relative_to(input_dir)
         if any(part.startswith(".") for part in rel.parts) or not path.is_file():
