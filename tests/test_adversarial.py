@@ -16,6 +16,8 @@ from kompakt.compactor import Compactor
 from kompakt.errors import ConfigError
 from kompakt.eval.batch import BatchJob, plan
 from kompakt.eval.retention import parse_budgets
+from kompakt.formats import dump, load
+from kompakt.messages import Message
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -90,3 +92,12 @@ def test_batch_refuses_an_output_folder_holding_its_inputs(tmp_path: Path, out: 
     assert r.returncode == 2, r.stderr
     assert "holds the input folder" in r.stderr
     assert plan(runs, runs / "out", BatchJob())[0].relative == "a.json"
+
+
+@pytest.mark.parametrize("system", [[], None])
+def test_an_anthropic_system_that_makes_no_message_round_trips(system: Any) -> None:
+    """Was: ``"system": []`` (or null) silently dropped, so dump(load(x)) != x."""
+    doc = {"system": system, "messages": [{"role": "user", "content": "hi"}]}
+    assert dump(load(doc)) == doc
+    added = dump(load(doc).with_messages([Message.system("new"), Message.user("hi")]))
+    assert added["system"] == "new"

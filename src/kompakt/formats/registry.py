@@ -153,7 +153,9 @@ def _has_anthropic_blocks(items: Sequence[Any]) -> bool:
 
 def _load(obj: Any, fmt: str) -> Conversation:
     if fmt == "anthropic":
-        env = _envelope(obj, ("messages", "system"))
+        # a `system` that makes no message (null, []) stays in the envelope: it is data too
+        empty = isinstance(obj, Mapping) and obj.get("system") in (None, [])
+        env = _envelope(obj, ("messages",) if empty else ("messages", "system"))
         return Conversation(from_anthropic(obj), format=fmt, envelope=env)
     if fmt == "mini-swe-agent":
         msgs, env, records = from_mini_swe_agent(obj)
