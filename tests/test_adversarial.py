@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from kompakt.compactor import Compactor
-from kompakt.errors import ConfigError
+from kompakt.errors import ConfigError, MessageError
 from kompakt.eval.batch import BatchJob, plan
 from kompakt.eval.retention import parse_budgets
-from kompakt.formats import dump, load
+from kompakt.formats import dump, load, message_from_dict
 from kompakt.messages import Message
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -101,3 +101,32 @@ def test_an_anthropic_system_that_makes_no_message_round_trips(system: Any) -> N
     assert dump(load(doc)) == doc
     added = dump(load(doc).with_messages([Message.system("new"), Message.user("hi")]))
     assert added["system"] == "new"
+
+
+@pytest.mark.parametrize(
+    ("source", "field"),
+    [
+        ([{"role": [], "content": "x"}], "'role'"),
+        ([{"role": {}, "content": "x"}], "'role'"),
+        ({"messages": [{"role": [], "content": "x"}]}, "'role'"),
+        ([{"role": "system", "content": [{"type": []}]}], "'content[0].type'"),
+        ([{"role": "user", "content": "x", "kompakt": {"synthetic": []}}], "synthetic"),
+    ],
+)
+def test_an_unhashable_role_or_type_is_a_message_error(source: Any, field: str) -> None:
+    """Was: TypeError: unhashable type, from a set look-up before the type check."""
+    with pytest.raises(MessageError, match=re.escape(field)):
+        load(source)
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"role": []}, "'role'"),
+        ({"role": "user", "content": [{"kind": []}]}, "'content[0].kind'"),
+        ({"role": "user", "synthetic": {}}, "'synthetic'"),
+    ],
+)
+def test_native_dicts_with_unhashable_fields_are_message_errors(data: Any, field: str) -> None:
+    with pytest.raises(MessageError, match=re.escape(field)):
+        message_from_dict(data)

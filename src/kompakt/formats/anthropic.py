@@ -57,6 +57,8 @@ def is_anthropic_block(block: Any) -> bool:
     if not isinstance(block, Mapping):
         return False
     kind = block.get("type")
+    if not isinstance(kind, str):  # a list or dict would not even hash
+        return False
     return kind in _MARKERS and (kind != "image" or "source" in block)
 
 

@@ -88,7 +88,7 @@ assistant, developer, system, tool, user, got 'robot'
     """
     d = _mapping(data, index, "message")
     role = d.get("role")
-    if role not in ROLES:
+    if isinstance(role, (list, dict)) or role not in ROLES:  # a list or dict would not hash
         raise MessageError(index, "role", "one of " + ", ".join(sorted(ROLES)), role)
     content = tuple(
         _part_from_dict(p, index, f"content[{i}]")
@@ -120,7 +120,7 @@ def annotation_kwargs(d: Mapping[str, Any], index: int, prefix: str = "") -> dic
                 raise MessageError(index, prefix + flag, "true or false", d[flag])
             kw[flag] = d[flag]
     if d.get("synthetic") is not None:
-        if d["synthetic"] not in _SYNTHETIC:
+        if not isinstance(d["synthetic"], str) or d["synthetic"] not in _SYNTHETIC:
             expected = "one of " + ", ".join(sorted(_SYNTHETIC))
             raise MessageError(index, prefix + "synthetic", expected, d["synthetic"])
         kw["synthetic"] = d["synthetic"]
@@ -144,7 +144,7 @@ def _part_to_dict(p: Part) -> dict[str, Any]:
 def _part_from_dict(data: Any, index: int, field: str) -> Part:
     d = _mapping(data, index, field)
     kind = d.get("kind", "text")
-    if kind not in _PART_KINDS:
+    if isinstance(kind, (list, dict)) or kind not in _PART_KINDS:  # would not hash
         raise MessageError(index, field + ".kind", "one of " + ", ".join(sorted(_PART_KINDS)), kind)
     text = _str(d.get("text", ""), index, field + ".text")
     return Part(

@@ -79,7 +79,7 @@ def _message(item: Any, i: int, legacy_id: str | None) -> Message:
     role = item.get("role")
     if role == "function":
         return _legacy_result(item, i, legacy_id)
-    if role not in _ROLES:
+    if isinstance(role, (list, dict)) or role not in _ROLES:  # a list or dict would not hash
         expected = "one of " + ", ".join(sorted(_ROLES | {"function"}))
         raise MessageError(i, "role", expected, role)
     extra = _unknown(item)
