@@ -130,3 +130,10 @@ def test_an_unhashable_role_or_type_is_a_message_error(source: Any, field: str) 
 def test_native_dicts_with_unhashable_fields_are_message_errors(data: Any, field: str) -> None:
     with pytest.raises(MessageError, match=re.escape(field)):
         message_from_dict(data)
+
+
+@pytest.mark.parametrize("field", [{"tool_call_id": "a"}, {"tool_calls": []}, {"tool_calls": None}])
+def test_a_legacy_function_result_keeps_fields_it_does_not_use(field: dict[str, Any]) -> None:
+    """Was: ``tool_call_id``/``tool_calls`` on a ``function`` message silently dropped."""
+    doc = [{"role": "function", "name": "f", "content": "x", **field}]
+    assert dump(load(doc)) == doc

@@ -111,6 +111,8 @@ def _message(item: Any, i: int, legacy_id: str | None) -> Message:
 
 def _legacy_result(item: Mapping[str, Any], i: int, legacy_id: str | None) -> Message:
     extra = _unknown(item)
+    # fields a `function` message does not use are still data: kept verbatim
+    extra.update({k: item[k] for k in ("tool_call_id", "tool_calls") if k in item})
     content, content_hint = _content(item, i, has_calls=False)
     with_hints(extra, _FMT, content=content_hint, legacy="function")
     return Message(
