@@ -12,12 +12,15 @@ from typing import Any
 
 import pytest
 
-from kompakt.compactor import Compactor
+from kompakt.compactor import Compactor, apply_compaction
 from kompakt.errors import ConfigError, MessageError
 from kompakt.eval.batch import BatchJob, plan
 from kompakt.eval.retention import parse_budgets
 from kompakt.formats import dump, load, message_from_dict
+from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.strategies import KeepFirstAndLast
+from kompakt.tokens import CharEstimator
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -137,3 +140,20 @@ def test_a_legacy_function_result_keeps_fields_it_does_not_use(field: dict[str, 
     """Was: ``tool_call_id``/``tool_calls`` on a ``function`` message silently dropped."""
     doc = [{"role": "function", "name": "f", "content": "x", **field}]
     assert dump(load(doc)) == doc
+
+
+def test_keep_first_and_last_is_idempotent_after_an_omitted_note() -> None:
+    """Was: on a second pass the "[Earlier conversation omitted]" note counted as the first
+    user message, so the user's real first message was dropped."""
+    conv = [
+        Message.assistant("a"),
+        Message.assistant("remember this", memory=True),
+        Message.user("the task"),
+        Message.user("q2"),
+        Message.user("q3"),
+    ]
+    out = apply_compaction(conv, KeepFirstAndLast(keep_last=2), tokenizer=CharEstimator())
+    assert [m.text for m in out][1:] == ["remember this", "the task", "q2", "q3"]
+    again = apply_compaction(out, KeepFirstAndLast(keep_last=2), tokenizer=CharEstimator())
+    assert [m.text for m in again] == [m.text for m in out]
+    assert MessageIndex(out).first_user_group == 2

@@ -99,6 +99,7 @@ class MessageIndex:
         self.last_user_group: int | None = None
         """Index of the newest user group (None before the first user message)."""
         self.first_user_group: int | None = None
+        """Index of the oldest user group kompakt did not write (the user's request)."""
         self.extend(messages)
 
     # -- building -----------------------------------------------------------------
@@ -171,7 +172,7 @@ class MessageIndex:
             self.turn_count += 1
             g = self._new_group("user", pos)
             self.last_user_group = g.index
-            if self.first_user_group is None:
+            if self.first_user_group is None and m.synthetic is None:  # not an "omitted" note
                 self.first_user_group = g.index
             return g
         if m.tool_calls:
