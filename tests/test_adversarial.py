@@ -20,7 +20,7 @@ from kompakt.formats import dump, load, message_from_dict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.strategies import KeepFirstAndLast
-from kompakt.tokens import CharEstimator
+from kompakt.tokens import CharEstimator, tokenizer_from_string
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -157,3 +157,10 @@ def test_keep_first_and_last_is_idempotent_after_an_omitted_note() -> None:
     again = apply_compaction(out, KeepFirstAndLast(keep_last=2), tokenizer=CharEstimator())
     assert [m.text for m in again] == [m.text for m in out]
     assert MessageIndex(out).first_user_group == 2
+
+
+@pytest.mark.parametrize("spec", ["chars:nan", "chars:inf", "chars:-inf"])
+def test_a_non_finite_chars_per_token_is_a_config_error(spec: str) -> None:
+    """Was: ValueError: cannot convert float NaN to integer, on the first count."""
+    with pytest.raises(ConfigError, match="`chars_per_token` must be > 0"):
+        tokenizer_from_string(spec)

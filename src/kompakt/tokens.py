@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from math import inf
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -131,7 +132,7 @@ class CharEstimator(BaseTokenizer):
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
         super().__init__()
-        if chars_per_token <= 0:
+        if not isinstance(chars_per_token, (int, float)) or not 0 < chars_per_token < inf:
             raise ConfigError(f"`chars_per_token` must be > 0, got {chars_per_token!r}")
         self.chars_per_token = chars_per_token
         self._direct = type(self).count_text is CharEstimator.count_text
