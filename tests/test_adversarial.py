@@ -19,7 +19,7 @@ from kompakt.eval.retention import parse_budgets
 from kompakt.formats import dump, load, message_from_dict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.strategies import KeepFirstAndLast
+from kompakt.strategies import ClampOversized, KeepFirstAndLast
 from kompakt.tokens import CharEstimator, tokenizer_from_string
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -164,3 +164,22 @@ def test_a_non_finite_chars_per_token_is_a_config_error(spec: str) -> None:
     """Was: ValueError: cannot convert float NaN to integer, on the first count."""
     with pytest.raises(ConfigError, match="`chars_per_token` must be > 0"):
         tokenizer_from_string(spec)
+
+
+def test_a_clamped_anthropic_error_result_stays_an_error() -> None:
+    """Was: ClampOversized dropped ``is_error``, so the model read a failure as output."""
+    call = {"type": "tool_use", "id": "t1", "name": "sh", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "E" * 8000, "is_error": True}
+    doc = {
+        "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+            {"role": "user", "content": "again"},
+        ]
+    }
+    out = apply_compaction(doc, ClampOversized(max_tokens=50, min_preserved=0))
+    block = out["messages"][2]["content"][0]
+    assert len(block["content"]) < 1000 and block["is_error"] is True
+    request = dump(load(out), provider=True)
+    assert request["messages"][2]["content"][0]["is_error"] is True

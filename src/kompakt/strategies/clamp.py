@@ -126,10 +126,16 @@ class ClampOversized(BaseStrategy):
                 parts.append(p)
         if not touched:
             return m
-        return m.evolve(content=tuple(parts), synthetic="clamped", covers=(m.id,), extra={})
+        # a failed tool call stays failed: the model must not read the error as output
+        extra = {k: m.extra[k] for k in _KEPT_FIELDS if k in m.extra}
+        return m.evolve(content=tuple(parts), synthetic="clamped", covers=(m.id,), extra=extra)
 
     def __repr__(self) -> str:
         return f"ClampOversized(max_tokens={self.max_tokens})"
+
+
+_KEPT_FIELDS = ("is_error",)
+"""Source fields a clamped message keeps (the others describe the original's layout)."""
 
 
 def clamp_text(text: str, tok: Tokenizer, max_tokens: int, head: int, tail: int) -> str | None:
