@@ -19,7 +19,7 @@ from kompakt.eval.retention import parse_budgets
 from kompakt.formats import dump, load, message_from_dict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.strategies import ClampOversized, KeepFirstAndLast
+from kompakt.strategies import Budgeted, ClampOversized, KeepFirstAndLast
 from kompakt.tokens import CharEstimator, tokenizer_from_string
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -183,3 +183,16 @@ def test_a_clamped_anthropic_error_result_stays_an_error() -> None:
     assert len(block["content"]) < 1000 and block["is_error"] is True
     request = dump(load(out), provider=True)
     assert request["messages"][2]["content"][0]["is_error"] is True
+
+
+@pytest.mark.parametrize("tokenizer", ["cl100k_base", 5])
+def test_a_tokenizer_that_is_not_one_is_a_config_error(tokenizer: Any) -> None:
+    """Was: AttributeError: 'str' object has no attribute 'count_message'."""
+    with pytest.raises(ConfigError, match="`tokenizer` must be a Tokenizer"):
+        apply_compaction([Message.user("hi")], Budgeted(100), tokenizer=tokenizer)
+
+
+def test_budgeted_without_a_budget_is_a_config_error() -> None:
+    """Was: TypeError (None // int) on the first apply."""
+    with pytest.raises(ConfigError, match="`token_budget` must be an int >= 0, got None"):
+        Budgeted(None)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
+from kompakt.errors import ConfigError
 from kompakt.messages import Message
 from kompakt.tokens import CharEstimator, Tokenizer
 
@@ -85,6 +86,11 @@ class MessageIndex:
     def __init__(
         self, messages: Iterable[Message] = (), *, tokenizer: Tokenizer | None = None
     ) -> None:
+        if tokenizer is not None and not hasattr(tokenizer, "count_message"):
+            raise ConfigError(
+                f"`tokenizer` must be a Tokenizer (count_text, count_message), got {tokenizer!r}:"
+                " kompakt.tokens.tokenizer_from_string('cl100k_base') makes one from a spec"
+            )
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else CharEstimator()
         self._messages: list[Message] = []
         self._tokens: list[int] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kompakt.errors import BudgetImpossible
+from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.strategies._common import COMPOSITE, check_count, rendered_tokens, run_strategy_sync
 from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
@@ -83,6 +83,8 @@ class Budgeted(BaseStrategy):
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         strict: bool = True,
     ) -> None:
+        if token_budget is None:  # check_count lets None through: it means "no limit" elsewhere
+            raise ConfigError("`token_budget` must be an int >= 0, got None")
         check_count("token_budget", token_budget)
         check_count("min_preserved", min_preserved)
         self.token_budget = token_budget
