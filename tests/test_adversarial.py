@@ -21,6 +21,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.strategies import Budgeted, ClampOversized, KeepFirstAndLast
 from kompakt.tokens import CharEstimator, tokenizer_from_string
+from kompakt.triggers import ContextFraction
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -196,3 +197,10 @@ def test_budgeted_without_a_budget_is_a_config_error() -> None:
     """Was: TypeError (None // int) on the first apply."""
     with pytest.raises(ConfigError, match="`token_budget` must be an int >= 0, got None"):
         Budgeted(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("window", [0, -5, 1.5, "100"])
+def test_a_context_fraction_window_must_be_a_positive_int(window: Any) -> None:
+    """Was: accepted; window=0 or -5 fired on every check, "100" a TypeError."""
+    with pytest.raises(ConfigError, match="`window` must be an int"):
+        ContextFraction(0.5, window=window)

@@ -320,6 +320,8 @@ class ContextFraction(Trigger):
             if model is None:
                 raise ConfigError("ContextFraction needs `window=` or `model=`")
             window = context_window(model)
+        if _check_limit("window", window) == 0:
+            raise ConfigError("`window` must be an int > 0, got 0")
         self.fraction = fraction
         self.window = window
         self.limit = int(window * fraction)
