@@ -19,6 +19,7 @@ from kompakt.eval.retention import parse_budgets
 from kompakt.formats import dump, load, message_from_dict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.store import SQLiteStore
 from kompakt.strategies import Budgeted, ClampOversized, KeepFirstAndLast
 from kompakt.tokens import CharEstimator, tokenizer_from_string
 from kompakt.triggers import ContextFraction
@@ -204,3 +205,13 @@ def test_a_context_fraction_window_must_be_a_positive_int(window: Any) -> None:
     """Was: accepted; window=0 or -5 fired on every check, "100" a TypeError."""
     with pytest.raises(ConfigError, match="`window` must be an int"):
         ContextFraction(0.5, window=window)
+
+
+def test_sqlite_store_keeps_a_lone_surrogate(tmp_path: Path) -> None:
+    """Was: UnicodeEncodeError from sqlite3 on append (JSON "\\ud800" escapes load fine)."""
+    store = SQLiteStore(tmp_path / "h.db")
+    msgs = [Message.user("bad \ud800 x"), Message.assistant("nul \x00 ok")]
+    store.append("s", msgs)
+    assert [m.text for m in store.messages("s")] == ["bad \ud800 x", "nul \x00 ok"]
+    assert [m.text for m in store.search("s", "bad")] == ["bad \ud800 x"]
+    store.close()

@@ -30,7 +30,19 @@ def _from_dict(d: Mapping[str, Any]) -> Message:
 
 def encode(m: Message) -> str:
     """The message as JSON text, every field kept."""
-    return json.dumps(_to_dict(m), ensure_ascii=False, default=str)
+    text = json.dumps(_to_dict(m), ensure_ascii=False, default=str)
+    if _utf8(text):
+        return text
+    # a lone surrogate (from a "\\ud800" JSON escape) cannot be stored as UTF-8: escape it
+    return json.dumps(_to_dict(m), ensure_ascii=True, default=str)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def decode(text: str) -> Message:
@@ -45,7 +57,8 @@ def search_text(m: Message) -> str:
         parts.append(f"{c.name} {c.arguments}")
     if m.name:
         parts.append(m.name)
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    return text if _utf8(text) else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def to_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
