@@ -215,3 +215,17 @@ def test_sqlite_store_keeps_a_lone_surrogate(tmp_path: Path) -> None:
     assert [m.text for m in store.messages("s")] == ["bad \ud800 x", "nul \x00 ok"]
     assert [m.text for m in store.search("s", "bad")] == ["bad \ud800 x"]
     store.close()
+
+
+def test_replay_report_with_lone_surrogates(tmp_path: Path) -> None:
+    """Was: UnicodeEncodeError while writing the HTML report (exit 1)."""
+    msgs: list[dict[str, str]] = [{"role": "system", "content": "s"}]
+    for i in range(6):
+        msgs += [
+            {"role": "user", "content": "q\ud800 " * 200 + str(i)},
+            {"role": "assistant", "content": "a\udfff " * 200},
+        ]
+    (tmp_path / "in.json").write_text(json.dumps(msgs))
+    r = kompakt("replay", "in.json", "--budget", "0.3", "--report", "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "q? " in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -170,7 +170,7 @@ def write_report(html: str, path: Path) -> Path:
     path = path.expanduser().resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(html, encoding="utf-8")
+    tmp.write_text(html, encoding="utf-8", errors="replace")  # a lone surrogate shows as ?
     tmp.replace(path)
     return path
 
