@@ -229,3 +229,21 @@ def test_replay_report_with_lone_surrogates(tmp_path: Path) -> None:
     r = kompakt("replay", "in.json", "--budget", "0.3", "--report", "r.html", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "q? " in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "text", ['\ufeff[{"role": "user", "content": "hi"}]', '\ufeff{"role": "user", "content": "hi"}']
+)
+def test_text_with_a_byte_order_mark_loads_like_a_file_with_one(text: str) -> None:
+    """Was: a BOM on stdin (or in JSON text) read as a path: "file not found: '\\ufeff[...'"."""
+    assert [m.text for m in load(text)] == ["hi"]
+    assert [m.text for m in load(text.encode("utf-8"))] == ["hi"]
+
+
+def test_compact_reads_a_byte_order_mark_on_stdin(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    cmd = [sys.executable, "-m", "kompakt", "compact", "-", "--budget", "100"]
+    doc = '\ufeff[{"role": "user", "content": "hi"}]'
+    r = subprocess.run(cmd, input=doc, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [{"role": "user", "content": "hi"}]

@@ -67,6 +67,7 @@ def _read(source: Source, format: str | None) -> Any:
     if isinstance(source, bytes):
         source = source.decode("utf-8")
     if isinstance(source, str):
+        source = source.removeprefix("\ufeff")  # a byte-order mark, as files tolerate it
         if format == "jsonl" and (not source.strip() or source.lstrip().startswith("{")):
             return _Jsonl(source)
         stripped = source.lstrip()
