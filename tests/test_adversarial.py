@@ -247,3 +247,19 @@ def test_compact_reads_a_byte_order_mark_on_stdin(tmp_path: Path) -> None:
     r = subprocess.run(cmd, input=doc, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("command", ["compact", "replay"])
+@pytest.mark.parametrize("extra", [["--budget", "100"], ["--strategy", "clamp"]])
+def test_config_refuses_options_it_would_ignore(
+    tmp_path: Path, command: str, extra: list[str]
+) -> None:
+    """Was: `compact --config c.toml --budget 100` ignored the budget (500k tokens out, exit 0,
+    no warning); `--strategy` was ignored the same way."""
+    (tmp_path / "c.toml").write_text('[strategy]\nname = "truncation"\n')
+    (tmp_path / "in.json").write_text(
+        json.dumps([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}])
+    )
+    r = kompakt(command, "in.json", "--config", "c.toml", *extra, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "--config, not both" in r.stderr

@@ -84,6 +84,14 @@ def count_tokens(messages: Any, tokenizer: Tokenizer) -> int:
     return MessageIndex(messages, tokenizer=tokenizer).total_tokens
 
 
+def config_only(strategy: str | None, budget: object) -> None:
+    """--config sets the strategy and when to stop: refuse options it would silently ignore."""
+    if strategy is not None:
+        raise ConfigError("give --strategy or --config, not both")
+    if budget is not None:
+        raise ConfigError("give --budget or --config, not both (a config sets `budget = N`)")
+
+
 def build_compactor(
     *,
     strategy: str | None,
@@ -95,8 +103,7 @@ def build_compactor(
 ) -> Compactor:
     """A compactor from ``--config``, or from ``--strategy`` and ``--budget``."""
     if config is not None:
-        if strategy is not None:
-            raise ConfigError("give --strategy or --config, not both")
+        config_only(strategy, budget)
         return compactor_from_config(config)
     if budget is None:
         raise ConfigError("--budget is required (tokens like 8000, or a fraction like 0.2)")

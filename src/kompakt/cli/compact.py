@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kompakt.cli.common import (
+    config_only,
     count_tokens,
     err_console,
     load_tokenizer,
@@ -58,6 +59,8 @@ def compact_command(
     Example: cat chat.json | kompakt compact - --budget 0.3 --to anthropic > small.json
     """
     with handled():
+        if config is not None:
+            config_only(strategy, budget)
         tok = load_tokenizer(tokenizer)
         conv = read_conversation(file, source_format)
         before = count_tokens(conv, tok)
