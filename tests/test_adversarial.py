@@ -263,3 +263,18 @@ def test_config_refuses_options_it_would_ignore(
     r = kompakt(command, "in.json", "--config", "c.toml", *extra, cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "--config, not both" in r.stderr
+
+
+def test_batch_with_a_bad_config_fails_once_before_any_file(tmp_path: Path) -> None:
+    """Was: the same error once per file in a failure table (and a TypeError before that)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name in ("a.json", "b.json"):
+        (runs / name).write_text('[{"role": "user", "content": "hi"}]')
+    (tmp_path / "c.toml").write_text("strategy = 7\n")
+    r = kompakt("batch", "runs", "-o", "out", "--config", "c.toml", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "kompakt: error: `strategy` must be a strategy name, a table or a list, got 7"
+    ]
+    assert not (tmp_path / "out").exists()

@@ -30,7 +30,7 @@ from kompakt.eval.batch import (
     plan,
     run_batch,
 )
-from kompakt.eval.compactors import DEFAULT_TARGET, make_compactor
+from kompakt.eval.compactors import DEFAULT_TARGET, compactor_from_config, make_compactor
 
 __all__ = ["batch_command"]
 
@@ -119,6 +119,7 @@ def batch_command(
             from kompakt.config import read_config
 
             table = read_config(config)
+            compactor_from_config(table)  # a bad config fails once, before any file
         names = tuple(s.strip() for s in strategies.split(",") if s.strip())
         job = BatchJob(
             mode="eval" if evaluate else "compact",
