@@ -278,3 +278,12 @@ def test_batch_with_a_bad_config_fails_once_before_any_file(tmp_path: Path) -> N
         "kompakt: error: `strategy` must be a strategy name, a table or a list, got 7"
     ]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_report_path_that_is_a_directory_is_named(tmp_path: Path) -> None:
+    """Was: "expected a file, got a directory: .../.d.tmp" (the temporary file's name)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "in.json").write_text('[{"role": "user", "content": "hi"}]')
+    r = kompakt("replay", "in.json", "--budget", "100", "--report", "d", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().endswith(f"got a directory: {str(tmp_path / 'd')!r}")

@@ -175,6 +175,8 @@ def progress_bar(
 def write_report(html: str, path: Path) -> Path:
     """Write a report atomically; returns its absolute path."""
     path = path.expanduser().resolve()
+    if path.is_dir():  # else the error names the temporary file next to it
+        raise ConfigError(f"--report: expected a file, got a directory: {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(html, encoding="utf-8", errors="replace")  # a lone surrogate shows as ?
