@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kompakt.compactor import Compactor, apply_compaction
-from kompakt.errors import ConfigError, MessageError
+from kompakt.errors import ConfigError, FormatError, MessageError
 from kompakt.eval.batch import BatchJob, plan
 from kompakt.eval.retention import parse_budgets
 from kompakt.formats import dump, load, message_from_dict
@@ -287,3 +287,9 @@ def test_a_report_path_that_is_a_directory_is_named(tmp_path: Path) -> None:
     r = kompakt("replay", "in.json", "--budget", "100", "--report", "d", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().endswith(f"got a directory: {str(tmp_path / 'd')!r}")
+
+
+def test_bytes_that_are_not_utf8_are_a_format_error() -> None:
+    """Was: UnicodeDecodeError out of kompakt.load."""
+    with pytest.raises(FormatError, match="bytes are not UTF-8 text"):
+        load(b"\xff\xfe[\x00]\x00")

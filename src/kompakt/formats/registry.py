@@ -65,7 +65,10 @@ def _read(source: Source, format: str | None) -> Any:
     if isinstance(source, Path):
         return _read_file(source, format)
     if isinstance(source, bytes):
-        source = source.decode("utf-8")
+        try:
+            source = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"bytes are not UTF-8 text: {exc}") from None
     if isinstance(source, str):
         source = source.removeprefix("\ufeff")  # a byte-order mark, as files tolerate it
         if format == "jsonl" and (not source.strip() or source.lstrip().startswith("{")):
