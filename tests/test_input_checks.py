@@ -60,3 +60,9 @@ def test_output_to_a_device_writes_through_it(tmp_path: object) -> None:
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     write_atomic(Path(os.devnull), "discarded")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_exclude_tools_takes_one_name_as_a_string() -> None:
+    assert kompakt.CollapseToolResults(exclude_tools="bash").exclude_tools == {"bash"}
+    assert kompakt.RemoveToolCalls(exclude_tools="bash").exclude_tools == {"bash"}
+    assert kompakt.CollapseToolResults(exclude_tools=["a", "b"]).exclude_tools == {"a", "b"}

@@ -142,6 +142,11 @@ def _token_limit(t: Trigger) -> int | None:
     return None
 
 
+def tool_name_set(names: Iterable[str] | str) -> frozenset[str]:
+    """Tool names as a set; one name given as a plain string is one name, not its letters."""
+    return frozenset((names,) if isinstance(names, str) else names)
+
+
 def has_calls(messages: Sequence[Message]) -> bool:
     """The messages still send an assistant tool call (not collapsed or summarized)."""
     return any(m.tool_calls for m in messages)

@@ -16,6 +16,7 @@ from kompakt.strategies._common import (
     optional_trigger,
     rendered_tokens,
     short_args,
+    tool_name_set,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.remove_tools import old_tool_groups
@@ -61,7 +62,7 @@ class CollapseToolResults(BaseStrategy):
         self,
         *,
         keep_last: int = 2,
-        exclude_tools: Iterable[str] = (),
+        exclude_tools: Iterable[str] | str = (),
         max_note_chars: int = 300,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
@@ -70,7 +71,7 @@ class CollapseToolResults(BaseStrategy):
         check_count("max_note_chars", max_note_chars, minimum=20)
         check_count("min_preserved", min_preserved)
         self.keep_last = keep_last
-        self.exclude_tools = frozenset(exclude_tools)
+        self.exclude_tools = tool_name_set(exclude_tools)
         self.max_note_chars = max_note_chars
         self.min_preserved = min_preserved
         self.trigger = optional_trigger(trigger)

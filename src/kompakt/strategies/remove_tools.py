@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kompakt.strategies._common import check_count, has_calls, optional_trigger, should_stop
+from kompakt.strategies._common import (
+    check_count,
+    has_calls,
+    optional_trigger,
+    should_stop,
+    tool_name_set,
+)
 from kompakt.strategies._common import tool_names as _tool_names
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.triggers import TriggerLike
@@ -43,14 +49,14 @@ class RemoveToolCalls(BaseStrategy):
         self,
         *,
         keep_last: int = 2,
-        exclude_tools: Iterable[str] = (),
+        exclude_tools: Iterable[str] | str = (),
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
     ) -> None:
         check_count("keep_last", keep_last)
         check_count("min_preserved", min_preserved)
         self.keep_last = keep_last
-        self.exclude_tools = frozenset(exclude_tools)
+        self.exclude_tools = tool_name_set(exclude_tools)
         self.min_preserved = min_preserved
         self.trigger = optional_trigger(trigger)
 
