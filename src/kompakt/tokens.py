@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from math import inf
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -61,7 +62,7 @@ class Tokenizer(Protocol):
         ...
 
 
-class BaseTokenizer:
+class BaseTokenizer(ABC):
     """Adds per-message overheads and the digest cache to a `count_text`.
 
     Subclass and implement `count_text` to plug in any tokenizer.
@@ -71,8 +72,9 @@ class BaseTokenizer:
         # a plain dict (insertion-ordered, faster than OrderedDict); the oldest entry goes first
         self._cache: dict[str, int] = {}
 
-    def count_text(self, text: str) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def count_text(self, text: str) -> int:
+        """Tokens in `text` (no overheads)."""
 
     def count_message(self, message: Message) -> int:
         key = message.digest

@@ -24,6 +24,7 @@ import asyncio
 import concurrent.futures
 import math
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -228,7 +229,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-class BaseChatModel:
+class BaseChatModel(ABC):
     """Timeout, retries with exponential backoff and usage totals around `_request`.
 
     Args:
@@ -267,8 +268,9 @@ class BaseChatModel:
     def name(self) -> str:
         return self._name
 
-    async def _request(self, request: ChatRequest) -> ChatResponse:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        """Send one request to the provider (retries and timeouts are the caller's)."""
 
     def _loop_client(self, make: Callable[[], T]) -> T:
         """The SDK client for the running event loop, made by `make` when there is none

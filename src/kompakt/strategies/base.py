@@ -137,7 +137,7 @@ class BaseStrategy:
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         if type(self).apply_async is BaseStrategy.apply_async:  # pragma: no cover
-            raise NotImplementedError(f"{self.name} implements neither apply nor apply_async")
+            raise ConfigError(f"{self.name} must implement apply() or apply_async()")
         try:
             asyncio.get_running_loop()
         except RuntimeError:
