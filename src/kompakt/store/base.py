@@ -23,6 +23,7 @@ import json
 import re
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -278,26 +279,30 @@ class HistoryStore(Protocol):
         ...
 
 
-class StoreBase:
+class StoreBase(ABC):
     """What every store shares; subclasses implement the primitives."""
 
     # -- primitives -----------------------------------------------------------------
 
+    @abstractmethod
     def _rows_by_ids(self, session: str, ids: Sequence[str]) -> list[tuple[int, Message]]:
-        raise NotImplementedError
+        """(seq, original) of the messages with these ids, in order."""
 
+    @abstractmethod
     def _search_rows(self, session: str, query: str, limit: int) -> list[tuple[int, Message]]:
-        raise NotImplementedError
+        """(seq, original) of the best full-text matches for `query`."""
 
+    @abstractmethod
     def messages(self, session: str, start: int = 0, end: int | None = None) -> list[Message]:
-        raise NotImplementedError
+        """Every original of `session` from `start` to `end`, in order."""
 
+    @abstractmethod
     def compactions(self, session: str) -> list[CompactionRecord]:
-        raise NotImplementedError
+        """Every compaction record of `session`, oldest first."""
 
+    @abstractmethod
     def _create(self, session: str, metadata: Mapping[str, Any]) -> None:
         """Create `session` if missing and merge `metadata` into it, in one transaction."""
-        raise NotImplementedError
 
     # -- shared ---------------------------------------------------------------------
 
