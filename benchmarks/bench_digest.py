@@ -1,4 +1,4 @@
-"""The extractive digest on every transcript in ../shared/data.
+"""The extractive digest on every transcript in tests/data.
 
 For each transcript the span an agent would evict (everything but the system prompt
 and the newest messages) is digested within 800 tokens. Printed: tokens before and
@@ -23,7 +23,7 @@ from kompakt.messages import Message
 from kompakt.strategies.digest import digest
 from kompakt.tokens import CharEstimator
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 LIMIT = 800
 KEEP = 6
 PATH = re.compile(

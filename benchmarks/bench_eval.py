@@ -1,6 +1,6 @@
 """Retention benchmark on the ten mini-swe-agent runs: which strategy keeps what, per budget.
 
-Replays every run in ``../shared/data/mini-swe-agent`` turn by turn under budgets of
+Replays every run in ``tests/data/mini-swe-agent`` turn by turn under budgets of
 50%, 20% and 10% of its tokens with truncation, tool-result collapse, the default
 budgeted pipeline and the extractive digest, then prints the share of planted facts
 (values, constraints, decisions) and of the run's own paths, commands, errors and
@@ -8,7 +8,7 @@ identifiers still visible at the end, the tokens kept and the compaction count.
 
     .venv/bin/python benchmarks/bench_eval.py [--report eval.html] [--strategies a,b,c]
 
-The same as ``kompakt eval ../shared/data/mini-swe-agent/*.traj.json --budget 0.5,0.2,0.1``.
+The same as ``kompakt eval tests/data/mini-swe-agent/*.traj.json --budget 0.5,0.2,0.1``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kompakt.eval.report import eval_report
 from kompakt.eval.retention import evaluate, parse_budgets
 from kompakt.tokens import CharEstimator
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "mini-swe-agent"
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ are appended one at a time; each append is followed by a trigger-style lookup
 (``TokensExceed(...)(index)`` and the message/group/turn totals). The median cost per
 append is printed for each size, with the ratio 100k/1k (flat means <= 2).
 
-It also loads the largest transcript in ``../shared/data`` and prints the load time
+It also loads the largest transcript in ``tests/data`` and prints the load time
 and messages per second.
 
     python benchmarks/bench_index.py
@@ -31,7 +31,7 @@ from kompakt.messages import Message, ToolCall  # noqa: E402
 from kompakt.tokens import CharEstimator  # noqa: E402
 from kompakt.triggers import TokensExceed  # noqa: E402
 
-DATA_DIR = ROOT.parent / "shared" / "data"
+DATA_DIR = ROOT / "tests" / "data"
 BATCH = 100
 """Appends timed together (one timer read per batch keeps timer overhead out)."""
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 __all__ = ["DATA_DIR", "TRANSCRIPTS"]
 
-DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-"""Real agent transcripts (``../shared/data`` from the repository root)."""
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""Real agent transcripts (``tests/data`` from the repository root)."""
 
 TRANSCRIPTS: list[Path] = sorted(
     p for p in DATA_DIR.glob("*/*") if p.name.endswith((".traj", ".traj.json"))

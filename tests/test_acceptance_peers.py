@@ -1,6 +1,6 @@
 """DESIGN.md "Known failures of the peers": each one, shown not to happen, on real outputs.
 
-Every test names the peer failure it guards against. Real transcripts from ../shared/data
+Every test names the peer failure it guards against. Real transcripts from tests/data
 where the failure shows on them; built histories where it needs a particular shape (a
 parallel batch, a long current turn, a failing summarizer).
 """

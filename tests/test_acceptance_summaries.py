@@ -99,9 +99,8 @@ def test_no_summarizer_anywhere_uses_the_digest() -> None:
 
 # -- a summary that fits the budget (real transcripts) -------------------------------------------
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 RUNS = sorted((DATA / "mini-swe-agent").glob("*.traj.json"))
-needs_data = pytest.mark.skipif(not RUNS, reason="transcripts in ../shared/data are missing")
 LONG_ANSWER = "## Goal\n" + "- a finding about src/app/models.py that goes on and on\n" * 400
 
 
@@ -117,7 +116,6 @@ def _check_fits(out: list[Message], budget: int) -> None:
     assert not find_problems(out, "openai") and not find_problems(out, "anthropic")
 
 
-@needs_data
 @pytest.mark.parametrize("kind", ["digest", "summarize"])
 @pytest.mark.parametrize("fraction", [0.2, 0.1])
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.name.split(".")[0])
@@ -130,7 +128,6 @@ def test_a_tight_budget_keeps_one_summary_that_fits(path: Path, fraction: float,
     assert "## " in summary.text  # a note with content, not a bare header
 
 
-@needs_data
 @pytest.mark.parametrize("kind", ["digest", "summarize"])
 @pytest.mark.parametrize("path", RUNS, ids=lambda p: p.name.split(".")[0])
 def test_rolling_over_a_growing_run_keeps_one_summary(path: Path, kind: str) -> None:

@@ -39,7 +39,7 @@ from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
 from kompakt.view import View
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def turn(i: int, size: int = 2_000) -> list[Message]:

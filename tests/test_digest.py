@@ -15,10 +15,9 @@ from kompakt.messages import Message, ToolCall
 from kompakt.strategies.digest import SECTIONS, digest, digest_items
 from kompakt.tokens import CharEstimator, TiktokenTokenizer
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 MINI = sorted((DATA / "mini-swe-agent").glob("*.traj.json"))
 SWE = sorted((DATA / "swe-agent").glob("*.traj"))
-needs_data = pytest.mark.skipif(not MINI, reason="transcripts in ../shared/data are missing")
 
 
 def commands_of(messages: list[Message], width: int = 60) -> list[str]:
@@ -42,7 +41,6 @@ def errors_of(messages: list[Message]) -> list[str]:
     ]
 
 
-@needs_data
 @pytest.mark.parametrize("path", MINI, ids=lambda p: p.name.split(".")[0])
 def test_mini_swe_agent_transcripts(path: Path) -> None:
     msgs = list(load(path))
@@ -66,7 +64,6 @@ def test_mini_swe_agent_transcripts(path: Path) -> None:
             assert any(c.startswith(cmd) for c in full), cmd
 
 
-@needs_data
 def test_errors_of_the_span_are_kept() -> None:
     msgs = list(load(MINI[1]))  # django-11797: tracebacks, a failing test run
     span = msgs[1:-6]
@@ -77,7 +74,6 @@ def test_errors_of_the_span_are_kept() -> None:
     assert len(kept) >= 3 and "AttributeError" in note
 
 
-@needs_data
 @pytest.mark.parametrize("path", SWE, ids=lambda p: p.name[:40])
 def test_swe_agent_transcripts(path: Path) -> None:
     msgs = list(load(path))
@@ -87,7 +83,6 @@ def test_swe_agent_transcripts(path: Path) -> None:
     assert SECTIONS["commands"] in note
 
 
-@needs_data
 def test_fenced_actions_and_edited_files() -> None:
     msgs = list(load(DATA / "swe-agent" / "ctf__crypto__BabyEncryption.traj"))
     note = digest(msgs[1:], max_tokens=800)
@@ -190,7 +185,6 @@ def _plant(messages: list[Message], position: int, statement: str) -> list[Messa
     return out
 
 
-@needs_data
 def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
     msgs = list(load(MINI[7]))  # django-14534: 183 messages, long file listings
     tool = [i for i, m in enumerate(msgs) if m.role == "tool"][10]
@@ -202,7 +196,6 @@ def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
     assert digest(msgs[1:-6], max_tokens=800).count("8443") == 0  # it came from the plant
 
 
-@needs_data
 def test_source_listings_and_grep_hits_are_not_facts() -> None:
     note = digest(list(load(MINI[0]))[1:-6], max_tokens=800)  # astropy: grep -n, sed -n output
     facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
@@ -264,7 +257,6 @@ def test_rolled_commands_keep_their_status_and_line_numbers_are_not_values() -> 
     assert "- $ make check → exit 2" in rolled and "→ exit 2 → exit" not in rolled
 
 
-@needs_data
 def test_rolling_over_real_runs_keeps_the_planted_facts() -> None:
     from kompakt.eval.probes import plant_needles
 

@@ -48,7 +48,7 @@ def ids(paths: list[Path]) -> list[str]:
 
 
 def test_transcripts_are_there() -> None:
-    assert len(TRANSCRIPTS) == 29, "expected the 29 transcripts of ../shared/data"
+    assert len(TRANSCRIPTS) == 29, "expected the 29 transcripts of tests/data"
 
 
 # -- every real transcript ---------------------------------------------------------------

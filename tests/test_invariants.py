@@ -45,7 +45,7 @@ CONVERSATIONS = st.one_of(strategies_conv.conversations(), conversations())
 """The suite's shared generator (images, shuffled parallel results, developer messages)
 and the engine's (repeated reads, memory messages, partial pending calls)."""
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 Factory = Callable[[int], Any]
 """Builds a strategy given the conversation's total tokens."""

@@ -25,7 +25,7 @@ from kompakt.tokens import CharEstimator
 
 pytestmark = pytest.mark.browser
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mini-swe-agent"
+DATA = Path(__file__).resolve().parent / "data" / "mini-swe-agent"
 RUN = DATA / "django__django-13658.traj.json"
 FLAGS = [
     "--headless",
@@ -134,7 +134,6 @@ def _check_page(html: Path, tmp: Path, min_points: int) -> None:
     assert paths >= 2, f"only {paths} chart lines rendered"
 
 
-@pytest.mark.skipif(not RUN.is_file(), reason=f"transcript missing: {RUN}")
 def test_replay_report_renders_in_chromium(tmp_path: Path) -> None:
     tok = CharEstimator()
     messages = list(kompakt.load(RUN))
@@ -150,7 +149,6 @@ def test_replay_report_renders_in_chromium(tmp_path: Path) -> None:
     _check_page(html, tmp_path, min_points=2 * len(result.steps))
 
 
-@pytest.mark.skipif(not RUN.is_file(), reason=f"transcript missing: {RUN}")
 def test_eval_report_renders_in_chromium(tmp_path: Path) -> None:
     tok = CharEstimator()
     result = evaluate(

@@ -27,7 +27,7 @@ from kompakt.strategies.base import CompactionContext
 from kompakt.tokens import CharEstimator
 from kompakt.view import View
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 StoreFactory = Callable[[], StoreBase]
 

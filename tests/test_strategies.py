@@ -30,7 +30,7 @@ from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
 from kompakt.view import View
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def call(cid: str, name: str = "read_file", **args: object) -> Message:

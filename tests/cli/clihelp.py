@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from kompakt.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data"
+DATA = REPO / "tests" / "data"
 MINI = DATA / "mini-swe-agent"
 SWE = DATA / "swe-agent"
 SMALL = MINI / "django__django-13658.traj.json"

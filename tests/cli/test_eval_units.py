@@ -30,7 +30,6 @@ from kompakt.validation import find_problems
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from strategies_conv import conversations
 
-pytestmark = pytest.mark.skipif(not SMALL.is_file(), reason=f"transcripts missing: {SMALL}")
 
 
 @pytest.fixture(scope="module")
