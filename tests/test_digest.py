@@ -50,7 +50,9 @@ def test_mini_swe_agent_transcripts(path: Path) -> None:
     assert tok.count_text(note) <= 800
     assert sum(tok.count_message(m) for m in span) > 10 * tok.count_text(note)
     headings = [line[3:] for line in note.splitlines() if line.startswith("## ")]
-    assert headings[:2] == [SECTIONS["requests"], SECTIONS["decisions"]]
+    # the task's standing rules first (the ledger), then the task and what was found
+    assert headings[:3] == [SECTIONS["instructions"], SECTIONS["requests"], SECTIONS["decisions"]]
+    assert "Do NOT commit your changes." in note  # a rule of the task, verbatim
     assert SECTIONS["commands"] in headings and SECTIONS["files"] in headings
     assert "Consider the following PR description" in note  # the task, verbatim
     assert re.search(r"→ exit \d+", note)  # a command with its exit status
@@ -79,7 +81,7 @@ def test_swe_agent_transcripts(path: Path) -> None:
     msgs = list(load(path))
     note = digest(msgs[1:], max_tokens=600)
     assert CharEstimator().count_text(note) <= 600
-    assert note.startswith("## User requests\n- ")
+    assert f"## {SECTIONS['requests']}\n- " in note
     assert SECTIONS["commands"] in note
 
 
@@ -191,8 +193,9 @@ def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
     span = _plant(msgs, tool, "Important: the API port must stay 8443 for the staging proxy.")
     span = _plant(span, tool + 20, "The deploy key id is DK-7F3A-22B1.")[1:-6]
     note = digest(span, max_tokens=800)
-    facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
-    assert "the API port must stay 8443" in facts and "DK-7F3A-22B1" in facts
+    quoted = note.split(f"## {SECTIONS['quoted']}\n")[1].split("\n## ")[0]
+    assert quoted.startswith("<tool_output>\n") and quoted.endswith("</tool_output>")
+    assert "the API port must stay 8443" in quoted and "DK-7F3A-22B1" in quoted
     assert digest(msgs[1:-6], max_tokens=800).count("8443") == 0  # it came from the plant
 
 
@@ -215,8 +218,12 @@ def test_reasoning_with_must_stays_a_decision_and_labelled_values_are_facts() ->
     note = digest(msgs)
     facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
     decisions = note.split(f"## {SECTIONS['decisions']}\n")[1].split("\n## ")[0]
+    quoted = note.split(f"## {SECTIONS['quoted']}\n")[1].split("\n## ")[0]
     assert "the bug must be in the eviction loop" in decisions
-    assert "DEC-0042" in facts and "port 6380" in facts and "Never flush the prod db." in facts
+    assert "DEC-0042" in facts  # the assistant said it: a fact
+    # the tool printed these: quoted data, attributed to the call, not facts of the run
+    assert "(tool c) Config: redis 7.2.4 listens on port 6380" in quoted
+    assert "(tool c) Never flush the prod db." in quoted and "port 6380" not in facts
 
 
 def test_commands_with_the_same_head_prefer_failing_and_latest() -> None:
@@ -263,7 +270,8 @@ def test_rolling_over_real_runs_keeps_the_planted_facts() -> None:
     kept, planted_count = [], 0
     for path in MINI:
         planted, needles = plant_needles(list(load(path)), per_kind=2)
-        note, body = "", planted[1:-6]
+        # the task is the run's last user message: a compaction never evicts it
+        note, body = "", planted[2:-6]
         for start in range(0, len(body), 12):  # a compaction every 12 messages, notes rolling
             prior = [Message.user(note, synthetic="summary")] if note else []
             note = digest([*prior, *body[start : start + 12]], max_tokens=800)

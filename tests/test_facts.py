@@ -245,5 +245,6 @@ def test_without_a_model_rules_and_values_from_tool_output_become_facts() -> Non
     strategy = kompakt.FactRetrieval(kompakt.CODING_AGENT_CONCEPTS, keep_last=1)
     assert strategy.apply(view, CompactionContext(view))
     facts = [f for values in strategy.facts_for(view).values() for f in values]
-    assert "The API port must stay 8443 behind the proxy." in facts
-    assert "Release tag is REL-2024-07." in facts
+    # quoted from the tool, and attributed to its call
+    assert "(tool c1) The API port must stay 8443 behind the proxy." in facts
+    assert "(tool c1) Release tag is REL-2024-07." in facts

@@ -30,6 +30,7 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.notes import digest, digest_items
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = ["CONCEPT_KEY", "ExtractiveModel"]
@@ -61,9 +62,17 @@ _SECTION_WORDS: dict[str, frozenset[str]] = {
     ),
     "commands": _words("tool tools results result commands command ran run outcome tests test"),
     "errors": _words("errors error failures failure problems issues bugs findings status"),
+    "quoted": _words(
+        "facts fact constraints constraint values value settings configuration config versions "
+        "version environment tool output"
+    ),
     "facts": _words(
         "facts fact constraints constraint rules rule requirements must values value settings "
         "configuration config versions version dependencies environment key findings decisions"
+    ),
+    "instructions": _words(
+        "instructions instruction rules rule preferences preference always never user style "
+        "constraints constraint requirements"
     ),
     "earlier": frozenset(),
 }
@@ -97,8 +106,6 @@ class ExtractiveModel(BaseChatModel):
 
     async def _request(self, request: ChatRequest) -> ChatResponse:
         messages, response_format = request.messages, request.response_format
-        from kompakt.strategies.digest import digest, digest_items
-
         span, previous, limit, concept = self._unpack(messages, request.max_tokens)
         if previous:
             span = [Message.user(previous, synthetic="summary"), *span]

@@ -26,6 +26,7 @@ from kompakt.models.base import (
 )
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
 from kompakt.models.registry import as_model, default_summarizer
+from kompakt.notes import digest
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.truncation import holds_summary
 from kompakt.tokens import Tokenizer
@@ -89,6 +90,9 @@ class SummarizingStrategy(BaseStrategy):
     """Base of the strategies that stand a summary in for a span of groups."""
 
     instruction = "Summarize the transcript."
+    note_share: float | None = None
+    """With a budget (or target), the share of it the note may grow to past
+    `max_summary_tokens` (None: the note's size is `max_summary_tokens` alone)."""
     inline_without_model = True
     """Without a model `apply_async` never awaits, so `apply` may run it inline."""
 
@@ -181,16 +185,20 @@ class SummarizingStrategy(BaseStrategy):
     def room(self, view: View, context: CompactionContext, span_tokens: int) -> int:
         """Tokens the summary may take: its limit, half the span, what the budget (or the
         target) leaves once the span is gone (an estimate of the note's header aside)."""
-        limit = self.size_limit(span_tokens)
         cap = ceiling(context)
+        limit = self.size_limit(span_tokens, cap)
         if cap is not None:
             rest = view.total_tokens - span_tokens
             limit = min(limit, cap - rest - 48)  # the note's header and overhead
         return limit
 
-    def size_limit(self, span_tokens: int) -> int:
-        """The note's own limit, budget aside: `max_summary_tokens`, at most half the span."""
-        return min(self.max_summary_tokens, max(16, span_tokens // 2))
+    def size_limit(self, span_tokens: int, cap: int | None = None) -> int:
+        """The note's own limit: `max_summary_tokens` (or `note_share` of the budget `cap`
+        when that is more), at most half the span."""
+        own = self.max_summary_tokens
+        if cap is not None and self.note_share is not None:
+            own = max(own, int(cap * self.note_share))
+        return min(own, max(16, span_tokens // 2))
 
     def note_limit(self, view: View, context: CompactionContext, span: Span) -> Fit | None:
         """How big the note of `span` may be so that it fits under the budget (or target).
@@ -200,8 +208,8 @@ class SummarizingStrategy(BaseStrategy):
         last resort drops go too (they give way to the note). None: not even a minimal
         note fits next to the protected core and the summaries.
         """
-        limit = self.size_limit(span.tokens)
         cap = ceiling(context)
+        limit = self.size_limit(span.tokens, cap)
         if cap is None:
             return Fit(limit, cap)
         header = self.header_tokens(view, context, span)
@@ -429,9 +437,10 @@ class SummarizingStrategy(BaseStrategy):
         fit = self.note_limit(view, context, span)
         if fit is None:
             return self.drop_span(view, context, span)
-        digest_input = (  # the originals of a non-rolling summary hold its past already
+        messages, previous = (  # the originals of a non-rolling summary hold its past already
             (list(span.messages), previous_of(span)) if source is None else (list(source), "")
         )
+        digest_input = (messages, previous, later_than(view, span))
         if fit.crowding:
             note_fallback(
                 context,
@@ -448,7 +457,7 @@ class SummarizingStrategy(BaseStrategy):
             if excess <= 0 or limit <= 16:
                 break
             limit = max(16, limit - excess)
-        if placed and limit < self.size_limit(span.tokens):
+        if placed and limit < self.size_limit(span.tokens, fit.cap):
             context.note(detail=f"{self.name}: note shrunk to {limit} tokens to fit")
         return placed
 
@@ -456,7 +465,7 @@ class SummarizingStrategy(BaseStrategy):
         self,
         context: CompactionContext,
         text: str | None,
-        digest_input: tuple[list[Message], str],
+        digest_input: tuple[list[Message], str, list[Message]],
         limit: int,
     ) -> str:
         """`text` within `limit` tokens: cut at a line boundary, else the digest."""
@@ -468,8 +477,8 @@ class SummarizingStrategy(BaseStrategy):
             if trimmed:
                 return trimmed
             note_fallback(context, "the summary did not fit the room; used the extractive digest")
-        messages, previous = digest_input
-        return _digest_of(messages, previous, limit, tok)
+        messages, previous, later = digest_input
+        return _digest_of(messages, previous, limit, tok, later=later)
 
     def drop_span(self, view: View, context: CompactionContext, span: Span) -> bool:
         """Drop the span but for an earlier summary in it: `Budgeted`'s last resort drops
@@ -572,11 +581,27 @@ def rendered_tokens(view: View, g: int) -> int:
     return sum(view.index.tokenizer.count_message(m) for m in r)
 
 
-def _digest_of(messages: Sequence[Message], previous: str, limit: int, tok: Tokenizer) -> str:
-    from kompakt.strategies.digest import digest
+def later_than(view: View, span: Span) -> list[Message]:
+    """What the view still sends after the span: statements there may update the span's."""
+    if not span.groups:
+        return []
+    last = max(span.groups)
+    out: list[Message] = []
+    for g in range(last + 1, view.index.group_count):
+        out.extend(view.rendered(g))
+    return out
 
+
+def _digest_of(
+    messages: Sequence[Message],
+    previous: str,
+    limit: int,
+    tok: Tokenizer,
+    *,
+    later: Sequence[Message] = (),
+) -> str:
     prior = [Message.user(previous, synthetic="summary")] if previous else []
-    return digest([*prior, *messages], max_tokens=max(limit, 0), tokenizer=tok)
+    return digest([*prior, *messages], max_tokens=max(limit, 0), tokenizer=tok, later=later)
 
 
 def strip_header(text: str) -> str:

@@ -18,7 +18,6 @@ from kompakt.strategies.clamp import ClampOversized
 from kompakt.strategies.collapse import CollapseToolResults
 from kompakt.strategies.supersede import SupersedeReads
 from kompakt.strategies.truncation import Truncation
-from kompakt.strategies.window import SlidingWindow
 from kompakt.triggers import Never, TokensBelow, TokensExceed
 from kompakt.view import View
 
@@ -46,7 +45,9 @@ class Budgeted(BaseStrategy):
     `SupersedeReads` (stale re-reads become one line), `ClampOversized` (text parts
     over a tenth of the budget, at most 4 000 tokens, keep head and tail),
     `CollapseToolResults(keep_last=2)` (old tool groups become one-line notes),
-    `SlidingWindow(keep_last_turns=1)` (whole old turns go).
+    `ExtractiveDigest` (the older span becomes one model-free note that keeps standing
+    instructions, current facts and salient specifics; note and recent tail share the
+    budget), and only then truncation.
 
     The budget is its target: a compactor's `target` does not change where it stops.
     For hysteresis, trigger above the budget:
@@ -185,12 +186,14 @@ def default_chain(
     token_budget: int, *, min_preserved: int = DEFAULT_MIN_PRESERVED
 ) -> list[StrategyLike]:
     """The gentle-first chain `Budgeted` uses when given no strategies."""
+    from kompakt.strategies.digest import ExtractiveDigest  # it imports the summarizer base
+
     clamp_at = max(64, min(4_000, token_budget // 10))
     return [
         SupersedeReads(min_preserved=min_preserved),
         ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
         CollapseToolResults(keep_last=2, min_preserved=min_preserved),
-        SlidingWindow(keep_last_turns=1, min_preserved=min_preserved),
+        ExtractiveDigest(keep_last=min_preserved),
     ]
 
 

@@ -409,7 +409,7 @@ class FactRetrieval(SummarizingStrategy):
         failed: list[str],
         model: str,
     ) -> str:
-        from kompakt.strategies.digest import digest
+        from kompakt.notes import digest
 
         note_fallback(context, f"{model}: no facts for {', '.join(failed)}; kept a digest")
         return digest(new, max_tokens=self.max_summary_tokens // 2, tokenizer=view.index.tokenizer)
@@ -433,7 +433,7 @@ class FactRetrieval(SummarizingStrategy):
             elif longest is not None and len(trimmed[longest]) > 1:
                 trimmed[longest].pop(0)
             else:
-                from kompakt.strategies.digest import clamp_tokens
+                from kompakt.notes import clamp_tokens
 
                 return clamp_tokens(text, limit, tok)
 

@@ -1,0 +1,257 @@
+"""The ledger of standing instructions, and updates that supersede stale facts.
+
+Standing instructions and preferences are kept verbatim, deduplicated, and carried
+forward by every later note; a newer instruction on the same subject replaces the
+older one. A fact whose value a later statement changes ("the deadline moved to
+April 5") gives way to the newer statement, so a note never shows a stale value as
+current.
+
+>>> ledger = Ledger()
+>>> ledger.add("Always answer in English.", order=1)
+>>> ledger.add("Keep answers under 100 words.", order=2)
+>>> ledger.add("Actually, answer in French from now on instead of English.", order=3)
+>>> [e.text for e in ledger.entries()]
+['Keep answers under 100 words.', 'Actually, answer in French from now on instead of English.']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kompakt.notes.salience import content_words, entity_signal, value_signal
+
+__all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
+
+_UPDATE_CUE = re.compile(
+    r"\b(?:now|no longer|any ?more|instead|actually|changed?|changing|moved?|moving|switch(?:ed)?"
+    r"|updated?|replaced?|dropped|cancel(?:l?ed)?|postponed|rescheduled|pushed|new|revised?"
+    r"|correction|corrected|scratch that|forget|not .{1,30} but|rather than|from now on"
+    r"|going forward|changed my mind|raised|lowered|increased|decreased|extended|shortened"
+    r"|upgraded|downgraded|migrated|became|becomes|turned)\b"
+    r"|改成|改为|换成|现在|不再|取消|推迟|更新|其实",
+    re.IGNORECASE,
+)
+# Words that say how or when, not what: two units sharing only these share no subject.
+_GENERIC = frozenset(
+    [
+        "always",
+        "never",
+        "now",
+        "from",
+        "going",
+        "forward",
+        "future",
+        "whenever",
+        "every",
+        "time",
+        "each",
+        "use",
+        "using",
+        "used",
+        "make",
+        "sure",
+        "remember",
+        "keep",
+        "please",
+        "answer",
+        "answers",
+        "reply",
+        "replies",
+        "respond",
+        "response",
+        "responses",
+        "write",
+        "want",
+        "like",
+        "prefer",
+        "would",
+        "rather",
+        "instead",
+        "actually",
+        "changed",
+        "change",
+        "moved",
+        "move",
+        "new",
+        "updated",
+        "update",
+        "switch",
+        "switched",
+        "also",
+        "still",
+        "just",
+        "really",
+        "thing",
+        "things",
+        "something",
+        "anything",
+        "everything",
+        "stuff",
+        "way",
+        "ways",
+        "lot",
+        "bit",
+        "good",
+        "great",
+        "well",
+    ]
+)
+
+
+def update_cue(text: str) -> bool:
+    """Whether `text` says that something changed.
+
+    >>> update_cue("The meeting is now on Friday"), update_cue("The meeting is on Friday")
+    (True, False)
+    """
+    return bool(_UPDATE_CUE.search(text))
+
+
+def _subject_words(text: str) -> set[str]:
+    return {w for w in content_words(text) if w not in _GENERIC and not w[0].isdigit()}
+
+
+def same_subject(older: str, newer: str) -> bool:
+    """Whether two statements speak of the same thing: most of their subject words are
+    shared, or the newer one says it changes something the older one names.
+
+    >>> same_subject("The deadline is March 1.", "The deadline moved to April 5.")
+    True
+    >>> same_subject("My cat is named Tom.", "The deadline moved to April 5.")
+    False
+    """
+    a, b = _subject_words(older), _subject_words(newer)
+    if not a or not b:
+        return False
+    shared = a & b
+    if len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2:
+        return True
+    return bool(shared) and update_cue(newer)
+
+
+def superseded(older: str, newer: str) -> bool:
+    """Whether `newer` replaces `older`: the same subject, and the newer says it changed
+    (or they are near the same statement with different values).
+
+    >>> superseded("Response time is 400 ms.", "Response time is now 250 ms.")
+    True
+    >>> superseded("We use Redis for caching.", "We dropped Redis.")
+    True
+    >>> superseded("I live in Oslo.", "I love Oslo in winter.")
+    False
+    """
+    if not same_subject(older, newer) or not (value_signal(older) or entity_signal(older)):
+        return False  # only a statement of a value or a named thing can go stale
+    if update_cue(newer):
+        return True
+    a, b = set(content_words(older)), set(content_words(newer))
+    return len(a & b) >= 0.75 * max(len(a), len(b)) and a != b
+
+
+@dataclass
+class Entry:
+    """One standing instruction: its verbatim text, when it was said (later is larger)
+    and how salient it is."""
+
+    text: str
+    order: float
+    salience: float = 0.0
+    shown: bool = True
+    """False for an instruction still sent after the note: it only replaces older ones."""
+
+
+class Ledger:
+    """Standing instructions, deduplicated; a newer one on the same subject replaces
+    the older."""
+
+    def __init__(self) -> None:
+        self._entries: list[Entry] = []
+
+    def add(self, text: str, *, order: float, salience: float = 0.0, shown: bool = True) -> None:
+        text = text.strip()
+        if not text:
+            return
+        key = _norm(text)
+        for e in list(self._entries):
+            if _norm(e.text) == key or key in _norm(e.text):
+                e.order = max(e.order, order) if _norm(e.text) == key else e.order
+                return  # said again (or contained in what is kept): nothing new
+            if _norm(e.text) in key or (e.order <= order and _replaces(e.text, text)):
+                self._entries.remove(e)
+        self._entries.append(Entry(text, order, salience, shown))
+
+    def entries(self) -> list[Entry]:
+        """The instructions in force that the note shows, oldest first."""
+        return sorted((e for e in self._entries if e.shown), key=lambda e: e.order)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _replaces(older: str, newer: str) -> bool:
+    a, b = _subject_words(older), _subject_words(newer)
+    if not a or not b:
+        return False
+    shared = a & b
+    if update_cue(newer) and (shared or _negates(older, newer)):
+        return True
+    return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
+
+
+def _negates(older: str, newer: str) -> bool:
+    """`always X` then `never X` (or the reverse) on the same words."""
+    pol_a = bool(re.search(r"\b(?:never|don't|do not|no)\b|不要|别", older, re.I))
+    pol_b = bool(re.search(r"\b(?:never|don't|do not|no)\b|不要|别", newer, re.I))
+    return pol_a != pol_b and bool(_subject_words(older) & _subject_words(newer))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s\W_]+", " ", text.lower()).strip()
+
+
+def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
+    """Which statements a later one supersedes: ``{older index: newer index}`` (`texts`
+    are ``(text, order)``).
+
+    Only statements that share a subject word are compared, and a word said in very
+    many statements names no subject: near-linear in practice.
+
+    >>> drop_superseded([("The deadline is May 1.", 1), ("I like tea.", 2),
+    ...                  ("The deadline moved to June 3.", 3)])
+    {0: 2}
+    """
+    by_word: dict[str, list[int]] = {}
+    subjects = [_subject_words(t) for t, _ in texts]
+    for i, words in enumerate(subjects):
+        for w in words:
+            by_word.setdefault(w, []).append(i)
+    common = max(8, len(texts) // 20)
+    gone: dict[int, int] = {}
+    for j, (newer, when) in enumerate(texts):
+        rivals = {i for w in subjects[j] if len(by_word[w]) <= common for i in by_word[w]}
+        for i in sorted(rivals):
+            if i != j and texts[i][1] < when and superseded(texts[i][0], newer):
+                gone[i] = j  # the newest statement that supersedes it wins
+    return gone
+
+
+_CLAUSE = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s*|,\s+|，|；")
+
+
+def surviving_clauses(older: str, newer: str) -> str:
+    """What of `older` a superseding `newer` leaves standing: its clauses that speak of
+    something else ("" when none do).
+
+    >>> surviving_clauses("My budget is $1200 and I must be back by May 5.",
+    ...                   "Actually the budget is now $1500.")
+    'I must be back by May 5.'
+    """
+    parts = [p.strip() for p in _CLAUSE.split(older) if p and p.strip()]
+    if len(parts) < 2:
+        return ""
+    kept = [p for p in parts if not superseded(p, newer)]
+    if len(kept) == len(parts) or not kept:
+        return ""
+    return "; ".join(kept)

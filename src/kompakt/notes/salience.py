@@ -1,0 +1,464 @@
+"""Salience: how much a unit of conversation is worth keeping, read from its content.
+
+No model and no vocabulary of a domain: each signal is a small, separately tested
+reading of the text, and their sum is the unit's salience. What counts:
+
+* **instructions** and preferences the user states ("always ...", "never ...",
+  "from now on ...", "I prefer ...", "please don't ...", and the same in Chinese);
+* **constraints** and commitments (must, only, at most, deadlines, budgets, limits)
+  and **values**: numbers with units, money, dates, times, versions;
+* **changes** of state (decided, switched to, moved to, now, updated, blocked on);
+* **entities** and identifiers: names, codes, URLs, e-mails, paths, hashes, ids;
+* **facts the user states about themselves** ("my sister lives in Oslo");
+* **rarity** within the conversation: a unit whose words are rare here says more
+  than one repeating what everybody says.
+
+Filler (greetings, thanks, acknowledgements, pleasantries, generic advice) scores
+near zero. Who said a unit is one signal among the others, not a rank.
+
+>>> s = Salience.of(["Thanks, that's great!", "My flight to Lisbon leaves on 12 March."])
+>>> s.score("Thanks, that's great!", "user") < 1 < s.score(
+...     "My flight to Lisbon leaves on 12 March.", "user")
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "Salience",
+    "change_signal",
+    "constraint_signal",
+    "content_words",
+    "entity_signal",
+    "is_filler",
+    "is_instruction",
+    "self_fact_signal",
+    "value_signal",
+]
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(re.split(r"\s+", words.strip()))
+
+
+# -- instructions and preferences ------------------------------------------------------
+
+_INSTRUCTION_EN = re.compile(
+    r"\b(?:always|never|from now on|going forward|from here on|in (?:the )?future"
+    r"|whenever (?:i|you)|every time (?:i|you)|each time (?:i|you)|any time (?:i|you)"
+    r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
+    r"(?:do not|don't|dont) (?:ever )?\w+"
+    r"|please (?:always|never|make sure|"
+    r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
+    r"format|give)"
+    r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
+    r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it|your (?:answers?|replies|responses))"
+    r"|(?:i|we) (?:prefer|'d prefer|would prefer|'d rather|would rather|want you to|"
+    r"need you to|'d like you to|would like you to|like my|like it when|hate it when|"
+    r"don't like|do not like|dislike|can't stand|can't eat|cannot eat|am allergic|'m allergic"
+    r"|am vegetarian|'m vegetarian|am vegan|'m vegan)"
+    r"|my (?:preference|rule) is|call me \w+|refer to me as|address me as"
+    r"|(?:answer|reply|respond|write) (?:only )?in \w+|use (?:only )?(?:metric|imperial|celsius|"
+    r"fahrenheit|british|american|formal|informal|bullet|numbered)|"
+    r"(?:answers?|replies|responses) (?:should|must) (?:be|always|never|include))",
+    re.IGNORECASE,
+)
+_INSTRUCTION_ZH = re.compile(
+    r"总是|始终|永远不要|永远别|一直要|每次|以后|从现在起|从现在开始|今后|不要|别再|请勿|务必|"
+    r"必须|记得|记住|我(?:更)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
+)
+_QUESTION = re.compile(r"\?\s*$|？\s*$")
+
+
+# -- constraints, values, changes, entities --------------------------------------------
+
+_CONSTRAINT = re.compile(
+    r"\b(?:must(?:n't| not)?|only|at (?:most|least)|no (?:more|less|later|earlier) than"
+    r"|up to|maximum|minimum|max|min|limit(?:ed)?|cap(?:ped)?|deadline|due|budget"
+    r"|require[sd]?|requirement|mandatory|cannot|can't|not allowed|forbidden|allowed"
+    r"|commit(?:ted)?|promise[sd]?|agreed|guarantee[sd]?|by (?:monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|tomorrow|tonight|end of))\b"
+    r"|必须|只能|最多|最少|不超过|截止|预算|限制|不能",
+    re.IGNORECASE,
+)
+_CHANGE = re.compile(
+    r"\b(?:decid(?:e|ed|ing)|decision|switch(?:ed|ing)? (?:to|from|over)|mov(?:e|ed|ing) "
+    r"(?:to|from|back)|chang(?:e|ed|ing) (?:to|from|it)|updat(?:e|ed|ing)|now|no longer|"
+    r"any ?more|instead|replac(?:e|ed|ing)|dropp(?:ed|ing)|cancel(?:l?ed)?|postpon(?:e|ed)|"
+    r"reschedul(?:e|ed)|push(?:ed)? (?:back|to)|went with|going with|chose|picked|settled on|"
+    r"blocked (?:on|by)|next step|plan (?:is|to)|we'll use|will use|actually|turns out|"
+    r"switch(?:ed)?|upgrad(?:e|ed)|downgrad(?:e|ed)|migrat(?:e|ed|ing)|raised|lowered|"
+    r"increased|decreased|extended|shortened|confirmed|approved|rejected)\b"
+    r"|决定|改成|改为|换成|换到|搬到|现在|不再|取消|推迟|更新|下一步",
+    re.IGNORECASE,
+)
+# A capitalized word that does not start the sentence: a name, a place, a product.
+_NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]{2,}\b)")
+_NOT_NAMES = _wordset(
+    "I I'm I've I'll I'd OK Ok AI Mr Mrs Ms Dr The This That These Those It My Your Our"
+)
+# -- filler ------------------------------------------------------------------------------
+
+_FILLER = re.compile(
+    r"^(?:(?:hi|hello|hey|yo|thanks?|thank you|thx|ty|ok(?:ay)?|k|cool|great|nice|awesome|"
+    r"perfect|sure|yes|yeah|yep|no|nope|got it|sounds good|makes sense|i see|right|alright|"
+    r"of course|certainly|absolutely|you're welcome|no problem|np|good (?:morning|evening|"
+    r"night|afternoon)|bye|goodbye|see you|cheers|lol|haha|wow|hmm+|oh|ah|great question|"
+    r"good question|happy to help|glad (?:to|i could) help|i hope (?:this|that) helps|"
+    r"let me know if.*|feel free to.*|is there anything else.*|hope (?:this|that) helps|"
+    r"that's (?:great|good|helpful|awesome|all)|this is (?:great|helpful)|"
+    r"how are you(?: doing)?(?: today)?|how's it going|what's up|"
+    r"there|everyone|all|guys|folks|friend|so much|a lot|very much|again|for (?:that|this|"
+    r"the (?:help|info|information|answer|explanation|suggestions?|tips?|advice))|"
+    r"你好|谢谢|好的|没问题|不客气|嗯|好)"
+    r"[\s,!.?;:)(~-]*)+$",
+    re.IGNORECASE,
+)
+_FILLER_VOCABULARY = _wordset(
+    """hi hello hey yo thanks thank thx ty you ok okay k cool great nice awesome perfect sure
+    yes yeah yep no nope got it sounds good makes sense i see right alright of course
+    certainly absolutely you're welcome problem np morning evening night afternoon bye
+    goodbye see cheers lol haha wow hmm hmmm oh ah question happy to help glad could hope
+    this that helps let me know if feel free is there anything else that's helpful all how
+    are doing today how's going what's up everyone guys folks friend so much a lot very
+    again for the info information answer explanation suggestion suggestions tip tips
+    advice"""
+) | {"你好", "谢谢", "好的", "没问题", "不客气", "嗯", "好"}
+_GENERIC_OPENERS = re.compile(
+    r"^(?:(?:here (?:are|is)|below (?:are|is)|sure|certainly|of course|absolutely|great|"
+    r"i'd be happy to|i can help|let's|remember that|keep in mind|it's important to|"
+    r"don't forget|in summary|overall|in conclusion|ultimately|additionally|however|"
+    r"that said)\b)",
+    re.IGNORECASE,
+)
+
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\d.,:/-]*\w*", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_STOP = _wordset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves i'm i've i'd i'll you're it's that's there's let's don't doesn't
+    didn't can't won't isn't aren't wasn't weren't get got like also one two really much many
+    well even still may might must shall us okay ok yes yeah sure thanks thank please"""
+)
+# Cheap gates: a pattern is searched only when a word it needs is there.
+_INSTRUCTION_GATE = _wordset(
+    """always never forward future whenever every each any don't dont do not please pls
+    remember sure stop more avoid keep make prefer rather want need like hate dislike stand
+    eat allergic vegetarian vegan preference rule call refer address answer reply respond
+    write use answers replies responses"""
+)
+_CONSTRAINT_GATE = _wordset(
+    """must mustn't only most least more less later earlier up maximum minimum max min limit
+    limited cap capped deadline due budget require requires required requirement mandatory
+    cannot can't allowed forbidden commit committed promise promised promises agreed
+    guarantee guaranteed by"""
+)
+_CHANGE_GATE = _wordset(
+    """decide decided deciding decision switch switched switching move moved moving change
+    changed changing update updated updating now longer anymore more instead replace replaced
+    replacing dropped dropping cancel canceled cancelled postpone postponed reschedule
+    rescheduled push pushed went going chose picked settled blocked next plan use actually
+    turns upgrade upgraded downgrade downgraded migrate migrated migrating raised lowered
+    increased decreased extended shortened confirmed approved rejected"""
+)
+_SELF_WORDS = _wordset("i i'm i've i'd i'll my mine me we we're we've our us")
+_DATE_WORDS = _wordset(
+    """jan january feb february mar march apr april may jun june jul july aug august sep sept
+    september oct october nov november dec december monday tuesday wednesday thursday friday
+    saturday sunday"""
+)
+_DIGIT = re.compile(r"\d")
+_MONEY_CHARS = frozenset("$€£¥₹元")
+_CURRENCY_WORDS = _wordset("usd eur gbp dollar dollars euro euros pound pounds yen bucks")
+_NUMERIC_DATE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d月|\d{4}年")
+_CLOCK = re.compile(r"\d:\d\d|\d\s?[ap]\.?m\b|\d\s?(?:分钟|小时|天|周|个月|年)", re.IGNORECASE)
+_DURATION_WORDS = _wordset(
+    """ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week
+    weeks month months year years am pm"""
+)
+_QUANTITY_WORDS = _wordset(
+    """percent kg g lb lbs km mi mile miles m cm mm ft gb mb kb tb token tokens request
+    requests user users rps qps people person items item degrees words pages"""
+)
+_VERSION = re.compile(r"\d\.\d|\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
+_TWO_DIGITS = re.compile(r"\d\d")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
+_PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
+_HASH = re.compile(r"\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b")
+_ID = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-?\d|\b[A-Z0-9]+-[A-Z0-9]+-[A-Z0-9]")
+_CODE_NAME = re.compile(r"`[^`\n]{2,60}`|[a-z]_[a-z0-9]|\b[a-z]+[A-Z]\w")
+_SELF_VERBS = _wordset(
+    """am was have had got live lives lived work works worked study studied bought own owns
+    use used uses moved born married graduated started finished visited went travel
+    traveled travelled adopted named called is are were will plan planned booked signed
+    joined left lost won play played drive drove speak spoke learn learned learnt i'm i've
+    i'd we're we've 'm 've 'd has"""
+)
+_SELF_FACT_ZH = re.compile(r"是|有|住|在|买|叫")
+_ENTITY_CHARS = frozenset("@/`_")
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A unit read once: what every signal needs."""
+
+    text: str
+    words: frozenset[str]
+    content: tuple[str, ...]
+    cjk: bool
+    digits: bool
+    capitals: bool
+
+
+@lru_cache(maxsize=1 << 16)
+def _read(text: str) -> _Text:
+    lower = text.lower()
+    words = _WORD.findall(lower)
+    cjk = bool(_CJK.search(text))
+    content: list[str] = []
+    for w in words:
+        if w in _STOP:
+            continue
+        if cjk and _CJK.search(w):
+            chars = [c for c in w if _CJK.match(c)]
+            content.extend(a + b for a, b in itertools.pairwise(chars))
+            if len(chars) == 1:
+                content.append(chars[0])
+        else:
+            content.append(w)
+    digits = _DIGIT.search(text) is not None
+    capitals = text[1:] != lower[1:]
+    wordset = frozenset(words)
+    return _Text(text, wordset, tuple(content), cjk, digits, capitals)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that carry content: lower-cased, stop words out; CJK text as
+    character pairs (no spaces to split on).
+
+    >>> content_words("The deadline moved to April 5")
+    ['deadline', 'moved', 'april', '5']
+    >>> content_words("预算五百")
+    ['预算', '算五', '五百']
+    """
+    return list(_read(text).content)
+
+
+def _instruction(t: _Text) -> bool:
+    if len(t.text) < 8 or _QUESTION.search(t.text):
+        return False
+    if t.cjk and _INSTRUCTION_ZH.search(t.text):
+        return True
+    return bool(t.words & _INSTRUCTION_GATE) and bool(_INSTRUCTION_EN.search(t.text))
+
+
+def _constraint(t: _Text) -> float:
+    gated = t.cjk or bool(t.words & _CONSTRAINT_GATE)
+    return 1.0 if gated and _CONSTRAINT.search(t.text) else 0.0
+
+
+def _value(t: _Text) -> float:
+    if not t.digits and not (t.words & _DATE_WORDS):
+        return 0.0
+    text, words = t.text, t.words
+    kinds = 0
+    if not _MONEY_CHARS.isdisjoint(text) or words & _CURRENCY_WORDS:
+        kinds += 1
+    if words & _DATE_WORDS or _NUMERIC_DATE.search(text):
+        kinds += 1
+    if t.digits:
+        if _CLOCK.search(text) or words & _DURATION_WORDS:
+            kinds += 1
+        if "%" in text or words & _QUANTITY_WORDS:
+            kinds += 1
+        if _VERSION.search(text):
+            kinds += 1
+        if not kinds and _TWO_DIGITS.search(text):
+            kinds = 1
+    return float(kinds)
+
+
+def _change(t: _Text) -> float:
+    gated = t.cjk or bool(t.words & _CHANGE_GATE)
+    return 1.0 if gated and _CHANGE.search(t.text) else 0.0
+
+
+def _entity(t: _Text) -> float:
+    text = t.text
+    kinds = 0
+    if "://" in text or "www." in text:
+        kinds += 1
+    if "@" in text and _EMAIL.search(text):
+        kinds += 1
+    if "/" in text and _PATHLIKE.search(text):
+        kinds += 1
+    if t.digits and _HASH.search(text):
+        kinds += 1
+    if t.digits and _ID.search(text):
+        kinds += 1
+    if ("`" in text or "_" in text or t.capitals) and _CODE_NAME.search(text):
+        kinds += 1
+    if not t.capitals:  # no capital past the first letter: no name
+        return float(kinds)
+    names = [n for n in _NAME.findall(text) if n.rstrip(".") not in _NOT_NAMES]
+    return float(kinds + min(2, (len(names) + 1) // 2))
+
+
+def _self_fact(t: _Text) -> float:
+    if _QUESTION.search(t.text):
+        return 0.0
+    if t.cjk and "我" in t.text:
+        return 1.0 if _SELF_FACT_ZH.search(t.text) else 0.0
+    return 1.0 if t.words & _SELF_WORDS and t.words & _SELF_VERBS else 0.0
+
+
+def _filler(t: _Text) -> bool:
+    if len(t.words) > 16 or not t.words <= _FILLER_VOCABULARY:
+        return False
+    return bool(_FILLER.match(t.text.strip()))
+
+
+def is_instruction(text: str) -> bool:
+    """Whether `text` reads as a standing instruction or preference (how the work is to
+    be done from now on), not a one-off request or a question.
+
+    >>> is_instruction("Always include version numbers when I ask about libraries.")
+    True
+    >>> is_instruction("以后请用中文回答我。")
+    True
+    >>> is_instruction("Can you always do that?"), is_instruction("Fix the login bug.")
+    (False, False)
+    """
+    return _instruction(_read(text))
+
+
+def is_filler(text: str) -> bool:
+    """Greetings, thanks, acknowledgements and pleasantries: nothing to keep.
+
+    >>> is_filler("Thanks so much!"), is_filler("Ok, sounds good."), is_filler("OK, use Redis.")
+    (True, True, False)
+    """
+    return _filler(_read(text))
+
+
+def constraint_signal(text: str) -> float:
+    """Constraints and commitments: 1 when the text states one, else 0.
+
+    >>> constraint_signal("Never exceed the $500 budget"), constraint_signal("Nice day")
+    (1.0, 0.0)
+    """
+    return _constraint(_read(text))
+
+
+def value_signal(text: str) -> float:
+    """How many kinds of value (money, date, time, quantity, version, number) it states.
+
+    >>> value_signal("Meet on May 5 at 10:30, budget $200"), value_signal("see you")
+    (3.0, 0.0)
+    """
+    return _value(_read(text))
+
+
+def change_signal(text: str) -> float:
+    """A decision or a change of state: 1 when the text reports one.
+
+    >>> change_signal("We switched to Postgres"), change_signal("Postgres is a database")
+    (1.0, 0.0)
+    """
+    return _change(_read(text))
+
+
+def entity_signal(text: str) -> float:
+    """Named entities and identifiers: how many kinds (names count once per two).
+
+    >>> entity_signal("Ask Maria Lopez at maria@example.org"), entity_signal("ask her")
+    (2.0, 0.0)
+    """
+    return _entity(_read(text))
+
+
+def self_fact_signal(text: str) -> float:
+    """A fact the speaker states about themselves (first person and a verb of state or
+    event, not a question): 1, else 0.
+
+    >>> self_fact_signal("My daughter started school in Bern"), self_fact_signal("Is it?")
+    (1.0, 0.0)
+    """
+    return _self_fact(_read(text))
+
+
+# -- the score ---------------------------------------------------------------------------
+
+_AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
+
+
+class Salience:
+    """Scores units of one conversation: the signals above plus rarity within it.
+
+    Build it over every unit's text (`Salience.of`) so that rarity is measured against
+    this conversation, then `score` each unit.
+    """
+
+    def __init__(self, document_frequency: Counter[str], documents: int) -> None:
+        self.df = document_frequency
+        self.n = max(1, documents)
+        self._norm = math.log((1 + self.n) / 2 + 1)
+
+    @classmethod
+    def of(cls, texts: Iterable[str]) -> Salience:
+        df: Counter[str] = Counter()
+        n = 0
+        for t in texts:
+            df.update(set(_read(t).content))
+            n += 1
+        return cls(df, n)
+
+    def rarity(self, text: str) -> float:
+        """0..1: how rare the unit's rarest words are here (mean of its top three IDFs,
+        over the IDF of a word seen once)."""
+        return self._rarity(_read(text))
+
+    def _rarity(self, t: _Text) -> float:
+        if not t.content:
+            return 0.0
+        seen = min(3, len(set(t.content)))
+        rarest = sorted({self.df.get(w, 0) for w in t.content})[:seen]
+        idf = sum(math.log((1 + self.n) / (1 + df)) for df in rarest) / len(rarest)
+        return min(1.0, idf / self._norm)
+
+    def score(self, text: str, source: str) -> float:
+        """The salience of one unit said by `source` (user, assistant, tool, system)."""
+        t = _read(text)
+        if not t.content or _filler(t):
+            return 0.0
+        values = _value(t)
+        entities = _entity(t)
+        signal = (
+            2.5 * _constraint(t)
+            + 1.5 * min(values, 3.0)
+            + 1.5 * _change(t)
+            + 1.2 * min(entities, 3.0)
+            + (2.0 * _self_fact(t) if source == "user" else 0.0)
+            + 3.0 * self._rarity(t)
+        )
+        if len(t.content) < 3 and not (values or entities):
+            signal *= 0.3  # "sounds fine to me": a few words with nothing specific
+        generic = source == "assistant" and not (values or entities)
+        if generic and _GENERIC_OPENERS.match(text):
+            signal *= 0.4  # generic advice
+        return round(signal * _AUTHOR_WEIGHT.get(source, 1.0), 4)

@@ -1,0 +1,84 @@
+"""Units: the pieces of a conversation a note chooses from, smaller than a message.
+
+A message's text is split into lines and each line into sentences (Latin and CJK
+punctuation alike); list items and ``key: value`` lines stay whole. Each unit knows who
+said it and where, so that what a note quotes from a tool can be attributed.
+
+>>> from kompakt.messages import Message
+>>> [u.text for u in split_units(Message.user("Hi! I moved to Lyon. 我喜欢茶。谢谢"), 0)]
+['Hi!', 'I moved to Lyon.', '我喜欢茶。', '谢谢']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kompakt.messages import Message
+
+__all__ = ["Unit", "split_sentences", "split_units"]
+
+# A sentence ends at . ! ? followed by space and a capital, quote or digit, or at CJK
+# end punctuation (no space needed). Abbreviations ("e.g. the") stay joined: a lower-case
+# word follows them.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=[。！？；])"
+)
+_BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
+_MIN_CHARS = 2
+_MAX_CHARS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One sentence, line or list item of a message.
+
+    `position` is the message's place in the span, `order` the unit's place in the
+    whole span (later is newer), `source` who said it (``user``, ``assistant``,
+    ``tool``, ``system``), `tool` the tool's name for a tool result.
+    """
+
+    text: str
+    source: str
+    position: int
+    order: int = 0
+    tool: str = ""
+    call_id: str = ""
+
+
+def split_sentences(line: str) -> list[str]:
+    """`line` cut into sentences (a list item or a short line stays whole).
+
+    >>> split_sentences("The deadline is May 5. We use Postgres 16! ok")
+    ['The deadline is May 5.', 'We use Postgres 16! ok']
+    """
+    line = line.strip()
+    if not line:
+        return []
+    if _BULLET.match(line) and len(line) <= _MAX_CHARS:
+        return [_BULLET.sub("", line, count=1).strip()]
+    return [s.strip() for s in _SENTENCE_END.split(line) if s and s.strip()]
+
+
+def split_units(message: Message, position: int, *, first_order: int = 0) -> list[Unit]:
+    """The units of one message, in reading order."""
+    source = message.role if message.role != "developer" else "system"
+    tool = message.name or ""
+    out: list[Unit] = []
+    for line in message.text.splitlines():
+        for s in split_sentences(line):
+            if len(s) < _MIN_CHARS:
+                continue
+            if len(s) > _MAX_CHARS:
+                s = s[: _MAX_CHARS - 1].rstrip() + "…"
+            out.append(
+                Unit(
+                    s,
+                    source,
+                    position,
+                    first_order + len(out),
+                    tool,
+                    message.tool_call_id or "",
+                )
+            )
+    return out
