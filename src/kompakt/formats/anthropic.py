@@ -41,15 +41,22 @@ __all__ = ["from_anthropic", "is_anthropic_block", "to_anthropic", "to_anthropic
 _FMT = "anthropic"
 _PART_KIND: dict[str, PartKind] = {"text": "text", "image": "image", "document": "file"}
 _MARKERS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
-)
+    {
+        "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
+        "server_tool_use", "web_search_tool_result", "compaction",
+    }
+)  # fmt: skip
 _PROVIDER_BLOCKS = frozenset(
     {
         "text", "image", "document", "thinking", "redacted_thinking", "search_result",
-        "server_tool_use", "web_search_tool_result", "tool_use", "tool_result",
+        "server_tool_use", "tool_use", "tool_result", "mcp_tool_use", "container_upload",
+        "compaction",
     }
 )  # fmt: skip
+"""Blocks sent back verbatim (with every ``*_tool_result`` of a server tool)."""
 _RESULT_KEYS = ("is_error", "cache_control")
+_TEXT_KEY = {"thinking": "thinking", "compaction": "content"}
+"""Where a non-text block keeps the text it costs (a compaction block: its summary)."""
 
 
 def is_anthropic_block(block: Any) -> bool:
@@ -59,7 +66,9 @@ def is_anthropic_block(block: Any) -> bool:
     kind = block.get("type")
     if not isinstance(kind, str):  # a list or dict would not even hash
         return False
-    return kind in _MARKERS and (kind != "image" or "source" in block)
+    return (kind in _MARKERS or kind.endswith("_tool_result")) and (
+        kind != "image" or "source" in block
+    )
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -192,7 +201,7 @@ def _part(block: Any, i: int, field: str) -> Part:
         if not isinstance(text, str):
             raise MessageError(i, field + ".text", "a string", text)
         return Part(text=text, data=dict(block))
-    text = block.get("thinking") if kind == "thinking" else block.get("text")
+    text = block.get(_TEXT_KEY.get(kind, "text"))
     return Part(
         kind=_PART_KIND.get(kind, "other"),
         text=text if isinstance(text, str) else "",
@@ -335,7 +344,7 @@ def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
         return {**p.data, "text": p.text} if p.data else {"type": "text", "text": p.text}
     if not provider and p.data and kind not in ("image_url", "file"):
         return dict(p.data)  # verbatim; OpenAI image and file parts are converted below
-    if kind in _PROVIDER_BLOCKS:
+    if kind in _PROVIDER_BLOCKS or (isinstance(kind, str) and kind.endswith("_tool_result")):
         return dict(p.data)
     if kind == "image_url":
         return {"type": "image", "source": _source(p.data.get("image_url"), i)}
