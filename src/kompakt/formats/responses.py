@@ -287,7 +287,8 @@ def _output(item: Mapping[str, Any], i: int, kind: str, call_ids: Mapping[str, s
     value = item.get("output", _MISSING)
     output_form: str | None = None
     if isinstance(value, Mapping):
-        kind_of = "image" if "image" in str(value.get("type", "")) else "other"
+        shape = str(value.get("type", ""))
+        kind_of: PartKind = "image" if "image" in shape or "screenshot" in shape else "other"
         parts: tuple[Part, ...] = (Part(kind=kind_of, data=dict(value)),)
         output_form = "object"
     else:
@@ -357,10 +358,12 @@ def _render_content(
         return [] if form == "list" else ""
     if len(parts) == 1 and parts[0].kind == "text" and not parts[0].data and form != "list":
         return parts[0].text
-    return [_render_part(p, role, provider, i) for p in parts]
+    return [b for p in parts if (b := _render_part(p, role, provider, i)) is not None]
 
 
-def _render_part(p: Part, role: str, provider: bool, i: int) -> dict[str, Any]:
+def _render_part(p: Part, role: str, provider: bool, i: int) -> dict[str, Any] | None:
+    """One content block; None for what the API takes no copy of (another provider's
+    reasoning)."""
     kind = p.data.get("type")
     text_type = "output_text" if role == "assistant" else "input_text"
     if p.kind == "text":
@@ -374,6 +377,8 @@ def _render_part(p: Part, role: str, provider: bool, i: int) -> dict[str, Any]:
         return block
     if kind in _PART_KIND or kind == "refusal" or (p.data and not provider):
         return dict(p.data)
+    if kind in ("thinking", "redacted_thinking"):
+        return None
     if kind == "image_url":  # a chat completions image
         url = p.data.get("image_url")
         url = url.get("url") if isinstance(url, Mapping) else url
@@ -400,20 +405,31 @@ def _render_assistant(
         return _render_layout(m, layout, provider, i)
     # made by kompakt or another format: parts in order (runs of text as one message item),
     # then the calls
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any] | None] = []
     texts: list[Part] = []
     for p in m.content:
-        if p.kind != "other" or p.data.get("type") == "refusal" or not _item_part(p):
+        if p.kind != "other" or not _item_part(p):
             texts.append(p)
             continue
         if texts:
             out.append(_assistant_message(texts, provider, i))
             texts = []
-        out.append(dict(p.data))
+        out.append(_render_item_part(p, provider, i))
     if texts:
         out.append(_assistant_message(texts, provider, i))
     out.extend(_render_call(c, provider) for c in m.tool_calls)
-    return out
+    return [item for item in out if item is not None]
+
+
+def _render_item_part(p: Part, provider: bool, i: int) -> dict[str, Any] | None:
+    """An item kept whole; an Anthropic compaction block becomes its summary as text."""
+    data = p.data
+    if provider and data.get("type") == COMPACTION and "encrypted_content" not in data:
+        summary = data.get("content")
+        if not isinstance(summary, str):
+            raise FormatError(f"message {i}: a compaction block without a summary cannot be sent")
+        return _assistant_message([Part(text=summary)], provider, i)
+    return dict(data)
 
 
 def _item_part(p: Part) -> bool:
@@ -446,8 +462,10 @@ def _render_layout(m: Message, layout: list[Any], provider: bool, i: int) -> lis
     return out
 
 
-def _assistant_message(parts: list[Part], provider: bool, i: int) -> dict[str, Any]:
-    content = [_render_part(p, "assistant", provider, i) for p in parts]
+def _assistant_message(parts: list[Part], provider: bool, i: int) -> dict[str, Any] | None:
+    content = [b for p in parts if (b := _render_part(p, "assistant", provider, i)) is not None]
+    if not content:
+        return None
     return {"type": "message", "role": "assistant", "content": content}
 
 
