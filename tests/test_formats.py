@@ -606,7 +606,13 @@ def test_detect_format() -> None:
     assert detect_format('{"role": "user", "content": "a"}\n{"role": "user", "content": "b"}')
     assert detect_format(TRANSCRIPTS[-1]) == "swe-agent"
     assert set(FORMATS) == {
-        "openai", "anthropic", "responses", "gemini", "jsonl", "mini-swe-agent", "swe-agent"
+        "openai",
+        "anthropic",
+        "responses",
+        "gemini",
+        "jsonl",
+        "mini-swe-agent",
+        "swe-agent",
     }
 
 

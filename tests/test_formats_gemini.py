@@ -29,7 +29,12 @@ PARALLEL: dict[str, Any] = {
                     "functionCall": {"name": "power_disco_ball", "args": {"power": True}},
                     "thoughtSignature": "CiwBVKhc7nRyTi3HmggPD9iQiRc261f5jwuMdw3H/itDH0emsb9Z",
                 },
-                {"functionCall": {"name": "start_music", "args": {"energetic": True, "loud": True}}},
+                {
+                    "functionCall": {
+                        "name": "start_music",
+                        "args": {"energetic": True, "loud": True},
+                    }
+                },
                 {"functionCall": {"name": "dim_lights", "args": {"brightness": 0.5}}},
             ],
         },
@@ -88,7 +93,15 @@ def test_contents_round_trip_and_are_detected(doc: Any) -> None:
 
 def test_calls_without_ids_pair_by_name_in_order() -> None:
     conv = load(PARALLEL)
-    assert [m.role for m in conv] == ["system", "user", "assistant", "tool", "tool", "tool", "assistant"]
+    assert [m.role for m in conv] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     calls = conv[2].tool_calls
     assert [(m.tool_call_id, m.name) for m in conv[3:6]] == [(c.id, c.name) for c in calls]
     assert calls[0].extra["thoughtSignature"].startswith("CiwB")

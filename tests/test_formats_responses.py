@@ -192,7 +192,9 @@ COMPACTED = [
 ]
 
 
-@pytest.mark.parametrize("items", [PARALLEL, BUILT_IN, COMPACTED], ids=["parallel", "builtin", "compaction"])
+@pytest.mark.parametrize(
+    "items", [PARALLEL, BUILT_IN, COMPACTED], ids=["parallel", "builtin", "compaction"]
+)
 def test_items_round_trip_and_are_detected(items: list[Any]) -> None:
     source = copy.deepcopy(items)
     conv = load(items)
@@ -269,7 +271,12 @@ def test_a_request_document_keeps_instructions_and_its_envelope() -> None:
 
 
 def test_a_response_object_loads_its_output() -> None:
-    response = {"id": "resp_1", "object": "response", "status": "completed", "output": PARALLEL[2:5]}
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "output": PARALLEL[2:5],
+    }
     conv = load(response)
     assert conv.format == "responses" and conv[0].tool_calls[1].id == "call_67890abc"
     assert dump(conv) == response
@@ -319,7 +326,10 @@ def test_bad_items_name_the_index_and_field() -> None:
     with pytest.raises(MessageError, match=r"message 1: field 'call_id'"):
         load([{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}])
     with pytest.raises(MessageError, match=r"message 0: field 'arguments'"):
-        load([{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}], format="responses")
+        load(
+            [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}],
+            format="responses",
+        )
     with pytest.raises(MessageError, match=r"message 0: field 'type'"):
         load([{"content": "no role, no type"}], format="responses")
 

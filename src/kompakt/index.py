@@ -286,10 +286,7 @@ def is_provider_compaction(m: Message) -> bool:
     ...     Part(kind="other", data={"type": "compaction", "encrypted_content": "gAAA"}),)))
     True
     """
-    for p in m.content:
-        if p.kind == "other" and p.data.get("type") == "compaction":
-            return True
-    return False
+    return any(p.kind == "other" and p.data.get("type") == "compaction" for p in m.content)
 
 
 def _usage_tokens(m: Message, counted: int) -> int:

@@ -24,7 +24,6 @@ from kompakt.index import MessageIndex
 from kompakt.tokens import CharEstimator
 from kompakt.validation import find_problems
 
-
 SWE_FC = SWE / "function_calling_simple.traj"
 
 

@@ -18,7 +18,6 @@ from kompakt.eval.fallbacks import fallback_warnings
 from kompakt.index import MessageIndex
 from kompakt.tokens import CharEstimator
 
-
 MODEL = "openai:gpt-4o"
 
 

@@ -31,7 +31,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from strategies_conv import conversations
 
 
-
 @pytest.fixture(scope="module")
 def run() -> list[Message]:
     return list(kompakt.load(SMALL))

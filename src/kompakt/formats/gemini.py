@@ -36,7 +36,7 @@ from typing import Any
 
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
-from kompakt.messages import Message, Part, ToolCall
+from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["from_gemini", "is_gemini_content", "to_gemini", "to_gemini_contents"]
 
@@ -129,7 +129,7 @@ def _part(part: Any, i: int, field: str) -> Part:
         return Part(text=text, data=dict(part))
     blob = part.get("inlineData") or part.get("inline_data") or part.get("fileData")
     mime = blob.get("mimeType", blob.get("mime_type", "")) if isinstance(blob, Mapping) else ""
-    kind = "image" if isinstance(mime, str) and mime.startswith("image/") else "file"
+    kind: PartKind = "image" if isinstance(mime, str) and mime.startswith("image/") else "file"
     return Part(kind=kind if blob else "other", data=dict(part))
 
 
@@ -255,7 +255,9 @@ def to_gemini(
         h = hints(system[0].extra, _FMT)
         key = "systemInstruction" if provider else str(h.get("key", "systemInstruction"))
         block: dict[str, Any] = {} if provider else public(system[0].extra)
-        block["parts"] = [_render_part(p, provider, i) for i, m in enumerate(system) for p in m.content]
+        block["parts"] = [
+            _render_part(p, provider, i) for i, m in enumerate(system) for p in m.content
+        ]
         doc[key] = block
     doc["contents"] = to_gemini_contents(msgs, provider=provider)
     return doc
@@ -305,9 +307,11 @@ def _render_message(
     parts = [_render_part(p, provider, i) for p in m.content]
     calls = [_render_call(c, provider) for c in m.tool_calls]
     layout = h.get("layout")
-    if isinstance(layout, str) and layout.count("p") == len(parts) and len(layout) == len(
-        parts
-    ) + len(calls):
+    if (
+        isinstance(layout, str)
+        and layout.count("p") == len(parts)
+        and len(layout) == len(parts) + len(calls)
+    ):
         ip, ic = iter(parts), iter(calls)
         return [next(ip) if ch == "p" else next(ic) for ch in layout]
     return parts + calls

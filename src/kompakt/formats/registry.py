@@ -234,10 +234,10 @@ def dump(
     * ``mini-swe-agent`` / ``swe-agent``: the trajectory document, envelope included.
 
     `provider=True` writes only what the provider accepts: the request shape for
-    ``anthropic``, ``responses`` and ``gemini``, OpenAI dicts for every other format. `annotate` adds kompakt fields
-    (id, pinned, synthetic, covers, ...) under a ``"kompakt"`` key of each OpenAI-style
-    message: True always, False never, None (default) only for ``jsonl`` and only the
-    fields that differ from their defaults.
+    ``anthropic``, ``responses`` and ``gemini``, OpenAI dicts for every other format.
+    `annotate` adds kompakt fields (id, pinned, synthetic, covers, ...) under a
+    ``"kompakt"`` key of each OpenAI-style message: True always, False never, None
+    (default) only for ``jsonl`` and only the fields that differ from their defaults.
 
     >>> from kompakt.messages import Message
     >>> dump([Message.system("be brief"), Message.user("hi")], "anthropic", provider=True)
@@ -264,9 +264,9 @@ def dump(
     if fmt == "responses":
         return to_responses_document(msgs, envelope=envelope if same else None, provider=provider)
     if fmt == "gemini":
-        if same and envelope is None and not provider:
-            if not any(m.role in ("system", "developer") for m in msgs):
-                return to_gemini_contents(msgs)
+        bare = same and envelope is None and not provider
+        if bare and not any(m.role in ("system", "developer") for m in msgs):
+            return to_gemini_contents(msgs)
         return to_gemini(msgs, provider=provider, envelope=envelope)
     if provider and fmt != "jsonl":
         return to_openai(msgs, provider=True)

@@ -267,12 +267,16 @@ def _call(item: Mapping[str, Any], i: int, kind: str) -> ToolCall:
         args = json.dumps(item.get("action", {}), ensure_ascii=False)
     if kind in _VERBATIM_CALLS:
         extra = {
-            k: v for k, v in item.items() if k not in ("type", "call_id", "name", "arguments", "input")
+            k: v
+            for k, v in item.items()
+            if k not in ("type", "call_id", "name", "arguments", "input")
         }
         with_hints(extra, _FMT, kind=kind)
     else:  # built-in tools: written back exactly as the API sent them
         extra = with_hints({}, _FMT, kind=kind, item=dict(item))
-    return ToolCall(id=call_id, name=name if isinstance(name, str) else kind, arguments=args, extra=extra)
+    return ToolCall(
+        id=call_id, name=name if isinstance(name, str) else kind, arguments=args, extra=extra
+    )
 
 
 def _output(item: Mapping[str, Any], i: int, kind: str, call_ids: Mapping[str, str]) -> Message:
@@ -349,9 +353,7 @@ class _Absent:
 _ABSENT = _Absent()
 
 
-def _render_content(
-    parts: Sequence[Part], form: Any, role: str, provider: bool, i: int
-) -> Any:
+def _render_content(parts: Sequence[Part], form: Any, role: str, provider: bool, i: int) -> Any:
     if not parts:
         if form == "absent" and not provider:
             return _ABSENT
@@ -528,7 +530,7 @@ def from_responses_document(doc: Any) -> tuple[list[Message], dict[str, Any] | N
         del envelope["instructions"]
     if isinstance(items, str):  # `input` may be a plain user text
         msg = Message.user(items, extra=with_hints({}, _FMT, input="string"))
-        return from_responses([], instructions=instructions) + [msg], envelope
+        return [*from_responses([], instructions=instructions), msg], envelope
     if not isinstance(items, list):
         raise FormatError(f"Responses document: {key!r} must be a list of items")
     return from_responses(items, instructions=instructions), envelope
