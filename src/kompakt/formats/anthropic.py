@@ -4,8 +4,11 @@ A document is ``{"system": str | blocks, "messages": [...], ...request keys}`` o
 bare message list. ``tool_use`` blocks become `ToolCall`s (arguments =
 ``json.dumps(input)``); each ``tool_result`` block inside a user message becomes a
 role ``tool`` message (a user message mixing results and text is split, and merged
-back on rendering); ``thinking``, image and document blocks are kept as parts with
-the block verbatim (``cache_control`` included).
+back on rendering); ``thinking``, ``redacted_thinking``, server-tool blocks
+(``server_tool_use``, ``web_search_tool_result`` and every ``*_tool_result``), a
+``compaction`` block, image and document blocks are kept as parts with the block
+verbatim (``cache_control`` included), so they stay with their assistant turn and the
+``tool_use`` they came with.
 
 Rendering any messages for Anthropic: system (and developer) messages go to
 ``system``, consecutive tool results and user messages merge into one user message,
