@@ -251,6 +251,14 @@ def test_a_reasoning_item_without_what_it_led_to_is_invalid() -> None:
     assert find_problems(load(items), "openai") == []  # a rule of this API alone
 
 
+def test_an_output_of_another_kind_than_its_call_is_invalid() -> None:
+    items = copy.deepcopy(BUILT_IN[-3:-1])
+    items[1]["type"] = "function_call_output"
+    problems = find_problems(load(items), "responses")
+    assert [(p.index, p.rule) for p in problems] == [(1, "output_kind_mismatch")]
+    assert find_problems(load(BUILT_IN), "responses") == []
+
+
 def test_provider_output_drops_hints_and_keeps_what_the_api_takes() -> None:
     conv = load(PARALLEL)
     body = dump(conv, provider=True)

@@ -16,7 +16,9 @@ Rules (`Problem.rule`), each reported at the index of the message that breaks it
   message; a tool result there has no call before it) and ``system_not_first``
   (system/developer messages only before the first other message);
 * Responses only: ``reasoning_orphaned`` (a ``reasoning`` item must be followed by the
-  output item it led to: an assistant message whose last item is reasoning is rejected);
+  output item it led to: an assistant message whose last item is reasoning is rejected)
+  and ``output_kind_mismatch`` (an output answers a call of another kind, such as a
+  ``custom_tool_call_output`` for a ``function_call``);
 * Gemini only: ``call_not_after_user`` (a model turn with function calls must follow a
   user turn or a function-response turn, never open the conversation) and
   ``result_name_mismatch`` (a ``functionResponse`` must name the function it answers).
@@ -63,6 +65,7 @@ RULES: tuple[str, ...] = (
     "first_not_user",
     "system_not_first",
     "reasoning_orphaned",
+    "output_kind_mismatch",
     "call_not_after_user",
     "result_name_mismatch",
 )
@@ -222,14 +225,26 @@ def _empty(m: Message) -> bool:
 
 
 def _responses_problems(msgs: Sequence[Message]) -> list[Problem]:
-    from kompakt.formats.responses import last_item_type
+    from kompakt.formats.responses import answer_kind, call_kind, last_item_type, output_kind
 
     problems: list[Problem] = []
+    kinds: dict[str, str] = {}
     for i, m in enumerate(msgs):
-        if m.role == "assistant" and last_item_type(m) == "reasoning":
-            problems.append(
-                Problem(i, "reasoning_orphaned", "a reasoning item is not followed by its output")
-            )
+        if m.role == "assistant":
+            kinds.update((c.id, call_kind(c)) for c in m.tool_calls)
+            if last_item_type(m) == "reasoning":
+                problems.append(
+                    Problem(
+                        i, "reasoning_orphaned", "a reasoning item is not followed by its output"
+                    )
+                )
+        elif m.role == "tool":
+            called = kinds.get(m.tool_call_id or "")
+            kind = output_kind(m)
+            if called is not None and kind is not None and kind != answer_kind(called):
+                problems.append(
+                    Problem(i, "output_kind_mismatch", f"a {kind} answers a {called} item")
+                )
     return problems
 
 

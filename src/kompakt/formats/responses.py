@@ -48,10 +48,13 @@ from kompakt.messages import Message, Part, PartKind, ToolCall
 __all__ = [
     "COMPACTION",
     "OPAQUE_ITEMS",
+    "answer_kind",
+    "call_kind",
     "from_responses",
     "from_responses_document",
     "is_responses_item",
     "last_item_type",
+    "output_kind",
     "to_responses",
     "to_responses_document",
 ]
@@ -490,7 +493,7 @@ def _render_output(
     m: Message, h: Mapping[str, Any], kinds: Mapping[str, str], provider: bool, i: int
 ) -> dict[str, Any]:
     call_id = m.tool_call_id or ""
-    kind = h.get("kind") or _output_kind(kinds.get(call_id, "function_call"))
+    kind = h.get("kind") or answer_kind(kinds.get(call_id, "function_call"))
     key = h.get("key") or ("approval_request_id" if kind == "mcp_approval_response" else "call_id")
     d: dict[str, Any] = {"type": kind, key: h.get("ref") or call_id}
     form = h.get("output")
@@ -504,12 +507,6 @@ def _render_output(
         extra = {k: v for k, v in extra.items() if k in ("id", "status", "approve", "reason")}
     d.update({k: v for k, v in extra.items() if k not in d})
     return d
-
-
-def _output_kind(call_kind: str) -> str:
-    if call_kind == "mcp_approval_request":
-        return "mcp_approval_response"
-    return call_kind + "_output"
 
 
 # -- documents --------------------------------------------------------------------------
@@ -589,3 +586,25 @@ def last_item_type(m: Message) -> str | None:
         return None
     kind = items[-1].get("type") if items else None
     return kind if isinstance(kind, str) else None
+
+
+def call_kind(c: ToolCall) -> str:
+    """The item type a call is written as (``function_call`` unless loaded otherwise)."""
+    return str(hints(c.extra, _FMT).get("kind", "function_call"))
+
+
+def output_kind(m: Message) -> str | None:
+    """The item type a loaded tool result was (None for a result from elsewhere)."""
+    kind = hints(m.extra, _FMT).get("kind")
+    return kind if isinstance(kind, str) else None
+
+
+def answer_kind(call_kind: str) -> str:
+    """The output item type that answers a call of `call_kind`.
+
+    >>> answer_kind("custom_tool_call"), answer_kind("mcp_approval_request")
+    ('custom_tool_call_output', 'mcp_approval_response')
+    """
+    if call_kind == "mcp_approval_request":
+        return "mcp_approval_response"
+    return call_kind + "_output"
