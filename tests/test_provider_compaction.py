@@ -8,11 +8,13 @@ thinking with tool use, web search results, prompt caching, server-side compacti
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from engine_helpers import check_view, validity
+from kompakt.errors import FormatError
 from kompakt.formats import dump, load
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, Part
@@ -225,3 +227,30 @@ def test_responses_compaction_item_ends_what_is_sent() -> None:
     view = View(MessageIndex(load(items), tokenizer=CharEstimator()))
     sent = dump(view.render(), "responses", provider=True)["input"]
     assert sent == [{"role": "user", "content": OMITTED_NOTE}, *items[3:]]
+
+
+def test_one_providers_reasoning_and_encrypted_summary_never_reach_another() -> None:
+    items = [
+        {"role": "user", "content": "hi"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
+        {"role": "assistant", "content": "hello"},
+    ]
+    body = dump(load(items), "anthropic", provider=True)
+    hello = [{"type": "text", "text": "hello"}]
+    assert body == {
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": hello}]
+    }
+    assert "think" not in json.dumps(dump(load(items), "gemini", provider=True))
+    assert "think" not in json.dumps(dump(load(items), "openai", provider=True))
+    encrypted = [*items, {"type": "compaction", "encrypted_content": "gAAA"}]
+    for fmt in ("anthropic", "gemini", "openai"):
+        with pytest.raises(FormatError, match=r"message 2: .*compaction"):
+            dump(load(encrypted), fmt, provider=True)
+    summary = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [COMPACTION]},
+        ]
+    }
+    sent = dump(load(summary), "responses", provider=True)["input"]
+    assert sent[-1]["content"][0]["text"] == COMPACTION["content"]

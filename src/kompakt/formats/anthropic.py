@@ -37,6 +37,7 @@ from typing import Any
 
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
+from kompakt.formats.responses import COMPACTION, OPAQUE_ITEMS
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["from_anthropic", "is_anthropic_block", "to_anthropic", "to_anthropic_messages"]
@@ -293,7 +294,7 @@ def _render_system(system: list[Message], provider: bool) -> Any:
         return only.text
     blocks: list[Any] = []
     for i, m in enumerate(system):
-        blocks.extend(_render_part(p, provider, i) for p in m.content)
+        blocks.extend(_render_parts(m.content, provider, i))
     return blocks
 
 
@@ -308,7 +309,7 @@ def _render_content(m: Message, h: Mapping[str, Any], provider: bool, i: int) ->
         return [] if h.get("content") == "list" else ""
     if _simple(m) and not m.tool_calls:
         return m.text
-    parts = [_render_part(p, provider, i) for p in m.content]
+    parts = _render_parts(m.content, provider, i)
     calls = [_render_call(c, provider) for c in m.tool_calls]
     layout = h.get("layout")
     if (
@@ -327,7 +328,7 @@ def _render_result(m: Message, h: Mapping[str, Any], provider: bool, i: int) -> 
         if _simple(m) or not m.content:
             block["content"] = [] if h.get("content") == "list" and not m.content else m.text
         else:
-            block["content"] = [_render_part(p, provider, i) for p in m.content]
+            block["content"] = _render_parts(m.content, provider, i)
     extra = public(m.extra)
     if provider:
         block.update({k: extra[k] for k in _RESULT_KEYS if k in extra})
@@ -336,8 +337,18 @@ def _render_result(m: Message, h: Mapping[str, Any], provider: bool, i: int) -> 
     return block
 
 
+def _render_parts(parts: Sequence[Part], provider: bool, i: int) -> list[dict[str, Any]]:
+    """Blocks of `parts`; in provider mode, another provider's reasoning and built-in
+    tool items are left out (Anthropic reads none of them)."""
+    if provider:
+        parts = [p for p in parts if p.data.get("type") not in OPAQUE_ITEMS]
+    return [_render_part(p, provider, i) for p in parts]
+
+
 def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
     kind = p.data.get("type")
+    if provider and kind == COMPACTION and "content" not in p.data:
+        raise FormatError(f"message {i}: an OpenAI compaction item cannot be sent to Anthropic")
     if p.kind == "text":
         if provider:
             block: dict[str, Any] = {"type": "text", "text": p.text}

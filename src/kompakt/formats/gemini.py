@@ -36,6 +36,7 @@ from typing import Any
 
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
+from kompakt.formats.responses import OPAQUE_ITEMS
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["from_gemini", "is_gemini_content", "to_gemini", "to_gemini_contents"]
@@ -304,7 +305,7 @@ def _render_message(
 ) -> list[dict[str, Any]]:
     if m.role == "tool":
         return [_render_response(m, h, names, provider)]
-    parts = [_render_part(p, provider, i) for p in m.content]
+    parts = [_render_part(p, provider, i) for p in m.content if not _foreign(p, provider)]
     calls = [_render_call(c, provider) for c in m.tool_calls]
     layout = h.get("layout")
     if (
@@ -315,6 +316,12 @@ def _render_message(
         ip, ic = iter(parts), iter(calls)
         return [next(ip) if ch == "p" else next(ic) for ch in layout]
     return parts + calls
+
+
+def _foreign(p: Part, provider: bool) -> bool:
+    """Another provider's reasoning or built-in tool item: Gemini reads none of them."""
+    kind = p.data.get("type")
+    return provider and (kind in OPAQUE_ITEMS or kind in ("thinking", "redacted_thinking"))
 
 
 def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
@@ -341,8 +348,6 @@ def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
         return {"fileData": {"fileUri": src.get("url")}}
     if p.text:
         return {"text": p.text}
-    if provider and p.data.get("type") in ("thinking", "redacted_thinking", "reasoning"):
-        return {"text": ""}
     raise FormatError(f"message {i}: a {kind or p.kind!r} part cannot be sent to Gemini")
 
 
