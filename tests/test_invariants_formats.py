@@ -136,3 +136,40 @@ def test_every_strategy_on_gemini_contents(conv: list[Message], name: str) -> No
     assert find_problems(again, "gemini") == []
     roles = [c["role"] for c in sent["contents"]]
     assert all(a != b for a, b in pairwise(roles))  # turns alternate
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    items=responses_items(),
+    cuts=st.lists(st.integers(1, 8), min_size=1, max_size=8),
+    fraction=st.sampled_from((0.3, 0.6)),
+)
+def test_persistent_compactor_over_growing_responses_items(
+    items: list[dict[str, Any]], cuts: list[int], fraction: float
+) -> None:
+    from kompakt.compactor import Compactor
+    from kompakt.strategies import Budgeted
+    from kompakt.triggers import TokensExceed
+
+    conv = list(load(items, format="responses"))
+    total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
+    budget = max(50, int(total * fraction))
+    compactor = Compactor(TokensExceed(budget), Budgeted(budget * 2 // 3, strict=False))
+    index = MessageIndex(tokenizer=CharEstimator())
+    pos = 0
+    for cut in [*cuts, len(conv)]:
+        index.extend(conv[pos : pos + cut])  # a compaction item may arrive in any batch
+        pos += cut
+        if compactor.check(index):
+            view, _ = compactor.compact(index)
+            history = list(index.messages)
+            valid = {**validity(history), "responses": not find_problems(history, "responses")}
+            check_view(view, valid)
+        if pos >= len(conv):
+            break
+    if compactor.view is not None:
+        history = list(index.messages)
+        check_view(compactor.view, {"responses": not find_problems(history, "responses")})
+        sent = to_dicts(compactor.view.render(), "responses", provider=True)
+        _check_compaction(sent)
+        _check_reasoning(items, sent)
