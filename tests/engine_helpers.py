@@ -109,10 +109,14 @@ def sig(messages: Sequence[Message]) -> list[tuple[Any, ...]]:
 
 
 def must_survive(index: MessageIndex) -> set[str]:
-    """Ids that every strategy must send verbatim."""
+    """Ids that every strategy must send verbatim (a provider compaction drops what
+    came before it, as the provider does)."""
     keep: set[str] = set()
+    superseded = index.compaction_group or 0
     for g in index.groups:
         msgs = index.group_messages(g)
+        if g.index < superseded and g.kind != "system":
+            continue
         if g.kind == "system" or g.index == index.last_user_group:
             keep.update(m.id for m in msgs)
         elif g.pending:  # the call stays verbatim; the results that arrived may be clamped

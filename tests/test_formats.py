@@ -562,10 +562,10 @@ def test_malformed_anthropic_messages_name_index_and_field() -> None:
 
 def test_format_errors_are_one_line() -> None:
     with pytest.raises(FormatError) as info:
-        load([], format="gemini")
+        load([], format="bard")
     assert str(info.value) == (
-        "unknown format 'gemini': expected one of openai, anthropic, jsonl, mini-swe-agent, "
-        "swe-agent"
+        "unknown format 'bard': expected one of openai, anthropic, responses, gemini, jsonl, "
+        "mini-swe-agent, swe-agent"
     )
     with pytest.raises(FormatError, match="unknown format 'xml'"):
         dump([], "xml")
@@ -605,7 +605,15 @@ def test_detect_format() -> None:
     assert detect_format({"messages": [], "info": {}}) == "mini-swe-agent"
     assert detect_format('{"role": "user", "content": "a"}\n{"role": "user", "content": "b"}')
     assert detect_format(TRANSCRIPTS[-1]) == "swe-agent"
-    assert set(FORMATS) == {"openai", "anthropic", "jsonl", "mini-swe-agent", "swe-agent"}
+    assert set(FORMATS) == {
+        "openai",
+        "anthropic",
+        "responses",
+        "gemini",
+        "jsonl",
+        "mini-swe-agent",
+        "swe-agent",
+    }
 
 
 def test_load_accepts_messages_and_conversations() -> None:

@@ -122,8 +122,10 @@ def test_accepts_anything_load_reads() -> None:
 
 
 def test_unknown_dialect() -> None:
-    with pytest.raises(ConfigError, match="`dialect` must be 'openai' or 'anthropic'"):
-        find_problems([U], "gemini")  # type: ignore[arg-type]
+    with pytest.raises(
+        ConfigError, match="`dialect` must be one of openai, anthropic, responses, gemini"
+    ):
+        find_problems([U], "bard")  # type: ignore[arg-type]
 
 
 def test_rule_ids_are_documented() -> None:

@@ -7,7 +7,14 @@ A *group* is the unit compaction keeps or removes whole:
 * ``assistant_text``: an assistant message without tool calls;
 * ``tool_call``: an assistant message with tool calls and *all* of its results,
   parallel ones included; while a result is missing the group is ``pending``;
-* ``summary``: a synthetic summary (or facts) message.
+* ``summary``: a synthetic summary (or facts) message;
+* ``compaction``: a provider's own compaction summary (an OpenAI Responses
+  ``compaction`` item, an Anthropic ``compaction`` block), opaque: pinned, so no
+  strategy edits, splits or collapses it. What came before the newest one is what the
+  provider drops: a `View` does not send it (the originals stay here).
+
+A message with ``metadata["tokens"]`` (an int: what the provider's usage reported) is
+counted at that, not by the tokenizer.
 
 Appending is O(1) amortized: a message is tokenized once, its group is found from
 the last group or from the open-call table, and the totals are updated in place.
@@ -36,7 +43,9 @@ from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = ["Group", "GroupKind", "MessageIndex"]
 
-GroupKind: TypeAlias = Literal["system", "user", "assistant_text", "tool_call", "summary"]
+GroupKind: TypeAlias = Literal[
+    "system", "user", "assistant_text", "tool_call", "summary", "compaction"
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -106,6 +115,8 @@ class MessageIndex:
         """Index of the newest user group (None before the first user message)."""
         self.first_user_group: int | None = None
         """Index of the oldest user group kompakt did not write (the user's request)."""
+        self.compaction_group: int | None = None
+        """Index of the newest group holding a provider compaction (None without one)."""
         self.extend(messages)
 
     # -- building -----------------------------------------------------------------
@@ -117,6 +128,8 @@ class MessageIndex:
             message = self._unique(message)
         pos = len(self._messages)
         tokens = self.tokenizer.count_message(message)
+        if message.metadata:
+            tokens = _usage_tokens(message, tokens)
         chars = message.char_count
         group = self._place(message, pos)
         group.end = pos + 1
@@ -143,6 +156,8 @@ class MessageIndex:
                 message = self._unique(message)
             pos = len(stored)
             tokens = count(message)
+            if message.metadata:
+                tokens = _usage_tokens(message, tokens)
             chars = message.char_count
             group = place(message, pos)
             group.end = pos + 1
@@ -181,14 +196,19 @@ class MessageIndex:
             if self.first_user_group is None and m.synthetic is None:  # not an "omitted" note
                 self.first_user_group = g.index
             return g
+        compaction = m.role == "assistant" and is_provider_compaction(m)
         if m.tool_calls:
             g = self._new_group("tool_call", pos)
             self.tool_call_group_count += 1
             for call in m.tool_calls:
                 g.open_calls.add(call.id)
                 self._open_calls[call.id] = g.index
-            return g
-        return self._new_group("assistant_text", pos)
+        else:
+            g = self._new_group("compaction" if compaction else "assistant_text", pos)
+        if compaction:  # opaque: never edited; what came before it is not sent
+            g.pinned = True
+            self.compaction_group = g.index
+        return g
 
     def _place_result(self, m: Message, pos: int) -> Group:
         owner = self._open_calls.get(m.tool_call_id or "")
@@ -256,3 +276,19 @@ class MessageIndex:
             f"MessageIndex(messages={self.message_count}, groups={self.group_count}, "
             f"turns={self.turn_count}, tokens={self.total_tokens})"
         )
+
+
+def is_provider_compaction(m: Message) -> bool:
+    """The message holds a provider's compaction summary (a part of type ``compaction``).
+
+    >>> from kompakt.messages import Part
+    >>> is_provider_compaction(Message(role="assistant", content=(
+    ...     Part(kind="other", data={"type": "compaction", "encrypted_content": "gAAA"}),)))
+    True
+    """
+    return any(p.kind == "other" and p.data.get("type") == "compaction" for p in m.content)
+
+
+def _usage_tokens(m: Message, counted: int) -> int:
+    reported = m.metadata.get("tokens")
+    return reported if type(reported) is int and reported >= 0 else counted

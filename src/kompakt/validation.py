@@ -14,7 +14,17 @@ Rules (`Problem.rule`), each reported at the index of the message that breaks it
 * ``empty_assistant``: an assistant message with no text, no parts and no calls;
 * Anthropic only: ``first_not_user`` (the first non-system message must be a user
   message; a tool result there has no call before it) and ``system_not_first``
-  (system/developer messages only before the first other message).
+  (system/developer messages only before the first other message);
+* Responses only: ``reasoning_orphaned`` (a ``reasoning`` item must be followed by the
+  output item it led to: an assistant message whose last item is reasoning is rejected)
+  and ``output_kind_mismatch`` (an output answers a call of another kind, such as a
+  ``custom_tool_call_output`` for a ``function_call``);
+* Gemini only: ``call_not_after_user`` (a model turn with function calls must follow a
+  user turn or a function-response turn, never open the conversation) and
+  ``result_name_mismatch`` (a ``functionResponse`` must name the function it answers).
+
+``responses`` and ``gemini`` check the ``openai`` rules too: an output without its call
+is an ``orphan_result`` there as well.
 
 One pass over the messages plus one over the call ids: O(n).
 
@@ -37,9 +47,12 @@ from typing import Any, Literal, TypeAlias
 from kompakt.errors import ConfigError, InvalidConversation, Problem
 from kompakt.messages import Message
 
-__all__ = ["RULES", "Dialect", "find_problems", "validate"]
+__all__ = ["DIALECTS", "RULES", "Dialect", "find_problems", "validate"]
 
-Dialect: TypeAlias = Literal["openai", "anthropic"]
+Dialect: TypeAlias = Literal["openai", "anthropic", "responses", "gemini"]
+
+DIALECTS: tuple[str, ...] = ("openai", "anthropic", "responses", "gemini")
+"""Every dialect `find_problems` checks (the format names of the providers)."""
 
 RULES: tuple[str, ...] = (
     "orphan_result",
@@ -51,6 +64,10 @@ RULES: tuple[str, ...] = (
     "empty_assistant",
     "first_not_user",
     "system_not_first",
+    "reasoning_orphaned",
+    "output_kind_mismatch",
+    "call_not_after_user",
+    "result_name_mismatch",
 )
 """Every rule id `find_problems` can report."""
 
@@ -73,11 +90,15 @@ def find_problems(messages: Iterable[Message] | Any, dialect: Dialect = "openai"
 
     Ordered by message index, then by rule (in the order of `RULES`).
     """
-    if dialect not in ("openai", "anthropic"):
-        raise ConfigError(f"`dialect` must be 'openai' or 'anthropic', got {dialect!r}")
+    if dialect not in DIALECTS:
+        raise ConfigError(f"`dialect` must be one of {', '.join(DIALECTS)}, got {dialect!r}")
     msgs = _messages(messages)
     problems = _call_problems(msgs)
     problems.extend(_order_problems(msgs, dialect))
+    if dialect == "responses":
+        problems.extend(_responses_problems(msgs))
+    elif dialect == "gemini":
+        problems.extend(_gemini_problems(msgs))
     problems.sort(key=lambda p: (p.index, _RANK[p.rule]))
     return problems
 
@@ -201,3 +222,58 @@ def _order_problems(msgs: Sequence[Message], dialect: str) -> list[Problem]:
 
 def _empty(m: Message) -> bool:
     return all(p.kind == "text" and not p.text for p in m.content)
+
+
+def _responses_problems(msgs: Sequence[Message]) -> list[Problem]:
+    from kompakt.formats.responses import answer_kind, call_kind, last_item_type, output_kind
+
+    problems: list[Problem] = []
+    kinds: dict[str, str] = {}
+    for i, m in enumerate(msgs):
+        if m.role == "assistant":
+            kinds.update((c.id, call_kind(c)) for c in m.tool_calls)
+            if last_item_type(m) == "reasoning":
+                problems.append(
+                    Problem(
+                        i, "reasoning_orphaned", "a reasoning item is not followed by its output"
+                    )
+                )
+        elif m.role == "tool":
+            called = kinds.get(m.tool_call_id or "")
+            kind = output_kind(m)
+            if called is not None and kind is not None and kind != answer_kind(called):
+                problems.append(
+                    Problem(i, "output_kind_mismatch", f"a {kind} answers a {called} item")
+                )
+    return problems
+
+
+def _gemini_problems(msgs: Sequence[Message]) -> list[Problem]:
+    problems: list[Problem] = []
+    opening = True  # no user or function-response turn yet
+    names: dict[str, str] = {}
+    for i, m in enumerate(msgs):
+        if m.role in _SYSTEM:
+            continue
+        if m.role == "assistant":
+            if opening and m.tool_calls:
+                problems.append(
+                    Problem(
+                        i,
+                        "call_not_after_user",
+                        "a function call turn must follow a user or function response turn",
+                    )
+                )
+            names.update((c.id, c.name) for c in m.tool_calls)
+            continue
+        opening = False
+        called = names.get(m.tool_call_id or "")
+        if m.role == "tool" and m.name is not None and called is not None and m.name != called:
+            problems.append(
+                Problem(
+                    i,
+                    "result_name_mismatch",
+                    f"response names {m.name!r}, its call {m.tool_call_id!r} is {called!r}",
+                )
+            )
+    return problems

@@ -67,6 +67,21 @@ class View:
         self._memos: dict[object, object] = {}
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
+        # groups before this one were dropped because a provider compaction follows them
+        self._superseded_to = 0
+        self._supersede()
+
+    def _supersede(self) -> None:
+        """Drop what came before the newest provider compaction, as the provider does
+        (its originals stay in the index). O(1) when no new compaction arrived."""
+        boundary = self.index.compaction_group
+        if boundary is None or boundary <= self._superseded_to:
+            return
+        groups = self.index.groups
+        for g in range(self._superseded_to, boundary):
+            if groups[g].kind != "system" and not self.is_dropped(g):
+                self._set(g, _EMPTY)
+        self._superseded_to = boundary
 
     # -- state of one group ---------------------------------------------------------
 
@@ -210,31 +225,37 @@ class View:
     @property
     def total_tokens(self) -> int:
         """Tokens `render()` costs, overheads and the omission note included."""
+        self._supersede()
         base = self.index.total_tokens - self._removed_tokens + self._added_tokens
         return base + (self._marker_tokens if self._needs_marker() else 0)
 
     @property
     def total_chars(self) -> int:
+        self._supersede()
         return self.index.total_chars - self._removed_chars + self._added_chars
 
     @property
     def message_count(self) -> int:
+        self._supersede()
         marker = 1 if self._needs_marker() else 0
         return self.index.message_count - self._removed_msgs + self._added_msgs + marker
 
     @property
     def group_count(self) -> int:
         """Groups that still send something."""
+        self._supersede()
         return self.index.group_count - self._dropped_groups
 
     @property
     def turn_count(self) -> int:
         """User turns still sent verbatim."""
+        self._supersede()
         return self.index.turn_count - self._removed_user_groups
 
     @property
     def tool_call_group_count(self) -> int:
         """Tool-call groups still sent as calls and results."""
+        self._supersede()
         return self.index.tool_call_group_count - self._removed_tool_groups
 
     @property
@@ -283,6 +304,7 @@ class View:
         for edits that keep every message of it (clamping the results that arrived);
         results that arrive later are sent after its replacement.
         """
+        self._supersede()
         wanted = frozenset(kinds) if kinds is not None else None
         groups = self.index.groups
         start = max(start, self._settle(originals_only))
@@ -361,6 +383,7 @@ class View:
 
     def render(self) -> list[Message]:
         """The messages to send, in order."""
+        self._supersede()
         out: list[Message] = []
         idx = self.index
         marker_at = self._front() if self._needs_marker() else -1
@@ -382,6 +405,7 @@ class View:
 
     def dropped_ids(self) -> set[str]:
         """Ids of originals sent as nothing and covered by no synthetic message."""
+        self._supersede()
         covered = {i for m in self.synthetic() for i in m.covers}
         out: set[str] = set()
         for g, r in self._replaced.items():

@@ -13,7 +13,7 @@ from rich.text import Text
 from kompakt.cli.common import load_tokenizer, out_console, read_conversation
 from kompakt.cli.errors import handled
 from kompakt.cli.replay import FileArg, FormatOpt, TokenizerOpt
-from kompakt.index import MessageIndex
+from kompakt.index import MessageIndex, is_provider_compaction
 
 __all__ = ["inspect_command", "inspect_data"]
 
@@ -51,9 +51,10 @@ def inspect_data(index: MessageIndex, *, fmt: str | None, top: int = 10) -> dict
             name = name_of.get(m.tool_call_id or "", m.name or "?")
             result_tokens[name] += tokens[i]
             result_max[name] = max(result_max[name], tokens[i])
+    dialects = ["openai", "anthropic"] + ([fmt] if fmt in ("responses", "gemini") else [])
     problems = {
-        dialect: [str(p) for p in find_problems(list(index.messages), dialect)]
-        for dialect in ("openai", "anthropic")
+        dialect: [str(p) for p in find_problems(list(index.messages), dialect)]  # type: ignore[arg-type]
+        for dialect in dialects
     }
     return {
         "format": fmt,
@@ -86,7 +87,26 @@ def inspect_data(index: MessageIndex, *, fmt: str | None, top: int = 10) -> dict
             }
             for name, n in calls.most_common()
         ],
+        "provider_compaction": _compaction_data(index),
         "problems": problems,
+    }
+
+
+def _compaction_data(index: MessageIndex) -> dict[str, Any] | None:
+    """Provider compactions: how many, where the newest is, what it makes unsent."""
+    newest = index.compaction_group
+    if newest is None:
+        return None
+    groups = index.groups
+    before = [g for g in groups[:newest] if g.kind != "system"]
+    return {
+        "count": sum(
+            1 for g in groups if g.pinned and is_provider_compaction(index.messages[g.start])
+        ),
+        "newest_message": groups[newest].start,
+        "newest_tokens": groups[newest].tokens,
+        "superseded_messages": sum(g.size for g in before),
+        "superseded_tokens": sum(g.tokens for g in before),
     }
 
 
@@ -116,6 +136,16 @@ def _print(data: dict[str, Any]) -> None:
             f"{row['share'] * 100:.1f}%",
         )
     c.print(t)
+    pc = data.get("provider_compaction")
+    if pc:
+        c.print(
+            Text.assemble(
+                ("Provider compaction: ", "bold"),
+                f"{pc['count']} · newest at message {pc['newest_message']} "
+                f"({pc['newest_tokens']:,} tokens) · before it, not sent: "
+                f"{pc['superseded_messages']} messages, {pc['superseded_tokens']:,} tokens",
+            )
+        )
     t = Table(title="Largest messages", title_justify="left")
     for col in ("#", "role", "tokens", "preview"):
         t.add_column(col, justify="right" if col in ("#", "tokens") else "left")

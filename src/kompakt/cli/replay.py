@@ -91,8 +91,8 @@ FormatOpt = Annotated[
         "--format",
         "--from",
         "-f",
-        help="Input format (default: detected): openai, anthropic, "
-        "jsonl, mini-swe-agent, swe-agent.",
+        help="Input format (default: detected): openai, anthropic, responses, "
+        "gemini, jsonl, mini-swe-agent, swe-agent.",
     ),
 ]
 ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]

@@ -1,7 +1,8 @@
 """Reading and writing conversations in every format kompakt speaks.
 
-Formats: ``openai`` (chat completions), ``anthropic`` (Messages), ``jsonl`` (one
-message a line), ``mini-swe-agent`` (``*.traj.json``) and ``swe-agent`` (``*.traj``).
+Formats: ``openai`` (chat completions), ``anthropic`` (Messages), ``responses`` (OpenAI
+Responses items), ``gemini`` (``contents`` / ``parts``), ``jsonl`` (one message a line),
+``mini-swe-agent`` (``*.traj.json``) and ``swe-agent`` (``*.traj``).
 Loading then dumping in the same format gives the input back, unknown provider fields
 included; ``dump(..., provider=True)`` writes only what the provider accepts.
 

@@ -4,8 +4,11 @@ A document is ``{"system": str | blocks, "messages": [...], ...request keys}`` o
 bare message list. ``tool_use`` blocks become `ToolCall`s (arguments =
 ``json.dumps(input)``); each ``tool_result`` block inside a user message becomes a
 role ``tool`` message (a user message mixing results and text is split, and merged
-back on rendering); ``thinking``, image and document blocks are kept as parts with
-the block verbatim (``cache_control`` included).
+back on rendering); ``thinking``, ``redacted_thinking``, server-tool blocks
+(``server_tool_use``, ``web_search_tool_result`` and every ``*_tool_result``), a
+``compaction`` block, image and document blocks are kept as parts with the block
+verbatim (``cache_control`` included), so they stay with their assistant turn and the
+``tool_use`` they came with.
 
 Rendering any messages for Anthropic: system (and developer) messages go to
 ``system``, consecutive tool results and user messages merge into one user message,
@@ -34,6 +37,7 @@ from typing import Any
 
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
+from kompakt.formats.responses import COMPACTION, OPAQUE_ITEMS
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["from_anthropic", "is_anthropic_block", "to_anthropic", "to_anthropic_messages"]
@@ -41,15 +45,22 @@ __all__ = ["from_anthropic", "is_anthropic_block", "to_anthropic", "to_anthropic
 _FMT = "anthropic"
 _PART_KIND: dict[str, PartKind] = {"text": "text", "image": "image", "document": "file"}
 _MARKERS = frozenset(
-    {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}
-)
+    {
+        "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
+        "server_tool_use", "web_search_tool_result", "compaction",
+    }
+)  # fmt: skip
 _PROVIDER_BLOCKS = frozenset(
     {
         "text", "image", "document", "thinking", "redacted_thinking", "search_result",
-        "server_tool_use", "web_search_tool_result", "tool_use", "tool_result",
+        "server_tool_use", "tool_use", "tool_result", "mcp_tool_use", "container_upload",
+        "compaction",
     }
 )  # fmt: skip
+"""Blocks sent back verbatim (with every ``*_tool_result`` of a server tool)."""
 _RESULT_KEYS = ("is_error", "cache_control")
+_TEXT_KEY = {"thinking": "thinking", "compaction": "content"}
+"""Where a non-text block keeps the text it costs (a compaction block: its summary)."""
 
 
 def is_anthropic_block(block: Any) -> bool:
@@ -59,7 +70,9 @@ def is_anthropic_block(block: Any) -> bool:
     kind = block.get("type")
     if not isinstance(kind, str):  # a list or dict would not even hash
         return False
-    return kind in _MARKERS and (kind != "image" or "source" in block)
+    return (kind in _MARKERS or kind.endswith("_tool_result")) and (
+        kind != "image" or "source" in block
+    )
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -192,7 +205,7 @@ def _part(block: Any, i: int, field: str) -> Part:
         if not isinstance(text, str):
             raise MessageError(i, field + ".text", "a string", text)
         return Part(text=text, data=dict(block))
-    text = block.get("thinking") if kind == "thinking" else block.get("text")
+    text = block.get(_TEXT_KEY.get(kind, "text"))
     return Part(
         kind=_PART_KIND.get(kind, "other"),
         text=text if isinstance(text, str) else "",
@@ -281,7 +294,7 @@ def _render_system(system: list[Message], provider: bool) -> Any:
         return only.text
     blocks: list[Any] = []
     for i, m in enumerate(system):
-        blocks.extend(_render_part(p, provider, i) for p in m.content)
+        blocks.extend(_render_parts(m.content, provider, i))
     return blocks
 
 
@@ -296,7 +309,7 @@ def _render_content(m: Message, h: Mapping[str, Any], provider: bool, i: int) ->
         return [] if h.get("content") == "list" else ""
     if _simple(m) and not m.tool_calls:
         return m.text
-    parts = [_render_part(p, provider, i) for p in m.content]
+    parts = _render_parts(m.content, provider, i)
     calls = [_render_call(c, provider) for c in m.tool_calls]
     layout = h.get("layout")
     if (
@@ -315,7 +328,7 @@ def _render_result(m: Message, h: Mapping[str, Any], provider: bool, i: int) -> 
         if _simple(m) or not m.content:
             block["content"] = [] if h.get("content") == "list" and not m.content else m.text
         else:
-            block["content"] = [_render_part(p, provider, i) for p in m.content]
+            block["content"] = _render_parts(m.content, provider, i)
     extra = public(m.extra)
     if provider:
         block.update({k: extra[k] for k in _RESULT_KEYS if k in extra})
@@ -324,8 +337,18 @@ def _render_result(m: Message, h: Mapping[str, Any], provider: bool, i: int) -> 
     return block
 
 
+def _render_parts(parts: Sequence[Part], provider: bool, i: int) -> list[dict[str, Any]]:
+    """Blocks of `parts`; in provider mode, another provider's reasoning and built-in
+    tool items are left out (Anthropic reads none of them)."""
+    if provider:
+        parts = [p for p in parts if p.data.get("type") not in OPAQUE_ITEMS]
+    return [_render_part(p, provider, i) for p in parts]
+
+
 def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
     kind = p.data.get("type")
+    if provider and kind == COMPACTION and "content" not in p.data:
+        raise FormatError(f"message {i}: an OpenAI compaction item cannot be sent to Anthropic")
     if p.kind == "text":
         if provider:
             block: dict[str, Any] = {"type": "text", "text": p.text}
@@ -335,7 +358,7 @@ def _render_part(p: Part, provider: bool, i: int) -> dict[str, Any]:
         return {**p.data, "text": p.text} if p.data else {"type": "text", "text": p.text}
     if not provider and p.data and kind not in ("image_url", "file"):
         return dict(p.data)  # verbatim; OpenAI image and file parts are converted below
-    if kind in _PROVIDER_BLOCKS:
+    if kind in _PROVIDER_BLOCKS or (isinstance(kind, str) and kind.endswith("_tool_result")):
         return dict(p.data)
     if kind == "image_url":
         return {"type": "image", "source": _source(p.data.get("image_url"), i)}

@@ -25,6 +25,7 @@ from typing import Any
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
 from kompakt.formats.native import annotation_kwargs, derived_id, kompakt_fields
+from kompakt.formats.responses import OPAQUE_ITEMS
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = [
@@ -348,8 +349,8 @@ def _render_part(p: Part, provider: bool, index: int) -> dict[str, Any] | None:
         return {"type": "image_url", "image_url": {"url": _data_url(p.data, index)}}
     if kind == "document":
         return _document_to_file(p, index)
-    if kind in ("thinking", "redacted_thinking"):
-        return None  # model-internal reasoning: OpenAI takes none back
+    if kind in ("thinking", "redacted_thinking") or kind in OPAQUE_ITEMS:
+        return None  # reasoning and built-in tool items: chat completions takes none back
     if p.text:
         return {"type": "text", "text": p.text}
     raise FormatError(f"message {index}: a {kind or p.kind!r} part cannot be sent to OpenAI")

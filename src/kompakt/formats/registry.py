@@ -22,15 +22,24 @@ from kompakt.formats.anthropic import (
     to_anthropic_messages,
 )
 from kompakt.formats.conversation import Conversation
+from kompakt.formats.gemini import from_gemini, is_gemini_content, to_gemini, to_gemini_contents
 from kompakt.formats.jsonl import from_jsonl, to_jsonl
 from kompakt.formats.mini_swe_agent import from_mini_swe_agent, to_mini_swe_agent
 from kompakt.formats.openai import from_openai, to_openai
+from kompakt.formats.responses import (
+    from_responses_document,
+    is_responses_item,
+    to_responses,
+    to_responses_document,
+)
 from kompakt.formats.swe_agent import from_swe_agent, message_to_swe_agent, to_swe_agent
 from kompakt.messages import Message
 
 __all__ = ["FORMATS", "detect_format", "dump", "load", "to_dicts"]
 
-FORMATS: tuple[str, ...] = ("openai", "anthropic", "jsonl", "mini-swe-agent", "swe-agent")
+FORMATS: tuple[str, ...] = (
+    "openai", "anthropic", "responses", "gemini", "jsonl", "mini-swe-agent", "swe-agent",
+)  # fmt: skip
 """Every format name `load` and `dump` accept."""
 
 Source = str | Path | bytes | Mapping[str, Any] | Sequence[Any]
@@ -127,13 +136,23 @@ def detect_format(obj: Any) -> str:
     if isinstance(obj, Mapping):
         return _detect_document(obj)
     if isinstance(obj, Sequence):
-        return "anthropic" if _has_anthropic_blocks(obj) else "openai"
+        return _detect_list(obj)
     raise FormatError(f"cannot detect the format of a {type(obj).__name__}: pass format=")
+
+
+def _detect_list(items: Sequence[Any]) -> str:
+    if any(is_responses_item(m) for m in items):
+        return "responses"
+    if items and all(is_gemini_content(m) for m in items):
+        return "gemini"
+    return "anthropic" if _has_anthropic_blocks(items) else "openai"
 
 
 def _detect_document(doc: Mapping[str, Any]) -> str:
     if isinstance(doc.get("history"), list):
         return "swe-agent"
+    if isinstance(doc.get("contents"), list):
+        return "gemini"
     messages = doc.get("messages")
     if isinstance(messages, list):
         if "trajectory_format" in doc or "info" in doc:
@@ -143,6 +162,8 @@ def _detect_document(doc: Mapping[str, Any]) -> str:
         return "openai"
     if "role" in doc:
         return "openai"
+    if "input" in doc or (isinstance(doc.get("output"), list) and "object" in doc):
+        return "responses"
     keys = ", ".join(sorted(map(str, doc))[:8])
     raise FormatError(f"cannot detect the format of a document with keys [{keys}]: pass format=")
 
@@ -161,6 +182,12 @@ def _load(obj: Any, fmt: str) -> Conversation:
         empty = isinstance(obj, Mapping) and obj.get("system") in (None, [])
         env = _envelope(obj, ("messages",) if empty else ("messages", "system"))
         return Conversation(from_anthropic(obj), format=fmt, envelope=env)
+    if fmt == "responses":
+        msgs, env = from_responses_document(obj)
+        return Conversation(msgs, format=fmt, envelope=env)
+    if fmt == "gemini":
+        env = _envelope(obj, ("contents", "systemInstruction", "system_instruction"))
+        return Conversation(from_gemini(obj), format=fmt, envelope=env)
     if fmt == "mini-swe-agent":
         msgs, env, records = from_mini_swe_agent(obj)
         return Conversation(msgs, format=fmt, envelope=env, records=records)
@@ -199,14 +226,18 @@ def dump(
     * ``openai``: a list of message dicts (the whole document when loaded from one);
     * ``anthropic``: ``{"system": ..., "messages": [...], ...}`` (a bare list when loaded
       from a bare list without system messages);
+    * ``responses``: the item list, or the request / response document it came from
+      (``provider=True``: ``{"instructions"?, "input": [...]}``);
+    * ``gemini``: ``{"systemInstruction": ..., "contents": [...], ...}`` (a bare list
+      when loaded from one without system messages);
     * ``jsonl``: text, one message a line;
     * ``mini-swe-agent`` / ``swe-agent``: the trajectory document, envelope included.
 
     `provider=True` writes only what the provider accepts: the request shape for
-    ``anthropic``, OpenAI dicts for every other format. `annotate` adds kompakt fields
-    (id, pinned, synthetic, covers, ...) under a ``"kompakt"`` key of each OpenAI-style
-    message: True always, False never, None (default) only for ``jsonl`` and only the
-    fields that differ from their defaults.
+    ``anthropic``, ``responses`` and ``gemini``, OpenAI dicts for every other format.
+    `annotate` adds kompakt fields (id, pinned, synthetic, covers, ...) under a
+    ``"kompakt"`` key of each OpenAI-style message: True always, False never, None
+    (default) only for ``jsonl`` and only the fields that differ from their defaults.
 
     >>> from kompakt.messages import Message
     >>> dump([Message.system("be brief"), Message.user("hi")], "anthropic", provider=True)
@@ -228,6 +259,15 @@ def dump(
         if bare and not provider and not any(m.role in ("system", "developer") for m in msgs):
             return to_anthropic_messages(msgs)
         return to_anthropic(msgs, provider=provider, envelope=envelope)
+    if fmt in ("responses", "gemini") and annotate:
+        raise ConfigError(f"`annotate=True` is not supported for {fmt!r}: use 'jsonl'")
+    if fmt == "responses":
+        return to_responses_document(msgs, envelope=envelope if same else None, provider=provider)
+    if fmt == "gemini":
+        bare = same and envelope is None and not provider
+        if bare and not any(m.role in ("system", "developer") for m in msgs):
+            return to_gemini_contents(msgs)
+        return to_gemini(msgs, provider=provider, envelope=envelope)
     if provider and fmt != "jsonl":
         return to_openai(msgs, provider=True)
     if fmt == "jsonl":
@@ -251,9 +291,10 @@ def to_dicts(
 ) -> list[dict[str, Any]]:
     """The message dicts alone, without any document around them.
 
-    ``anthropic`` gives the ``messages`` array, so system messages are refused (use
-    `dump`, which puts them in ``system``); ``swe-agent`` gives history entries; the
-    others give OpenAI dicts.
+    ``anthropic`` gives the ``messages`` array and ``gemini`` the ``contents``, so system
+    messages are refused (use `dump`, which puts them in ``system`` /
+    ``systemInstruction``); ``responses`` gives input items (system messages as
+    items); ``swe-agent`` gives history entries; the others give OpenAI dicts.
     """
     _check(format)
     msgs = list(messages)
@@ -261,6 +302,12 @@ def to_dicts(
         if any(m.role in ("system", "developer") for m in msgs):
             raise FormatError("Anthropic messages cannot hold system messages: use dump()")
         return to_anthropic_messages(msgs, provider=provider)
+    if format == "responses":
+        return to_responses(msgs, provider=provider)
+    if format == "gemini":
+        if any(m.role in ("system", "developer") for m in msgs):
+            raise FormatError("Gemini contents cannot hold system messages: use dump()")
+        return to_gemini_contents(msgs, provider=provider)
     if format == "swe-agent" and not provider:
         return [message_to_swe_agent(m) for m in msgs]
     return to_openai(msgs, provider=provider)
