@@ -8,12 +8,14 @@ use their own simple patterns, not the digest's. Then the run is digested again 
 facts planted by the eval harness (`plant_needles`: values and constraints appended to
 tool results, decisions to assistant texts): the share of planted facts in the note.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_digest.py``
+Run: ``PYTHONPATH=src python benchmarks/bench_digest.py [--task-kept]`` (``--task-kept``:
+the span starts after the task, as a compaction's does)
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -72,6 +74,10 @@ def share(items: list[str] | set[str], note: str) -> tuple[int, int]:
 
 
 def main() -> None:
+    # --task-kept: the span starts after the task, as in a real run (the task is the last
+    # user message there, which a compaction never evicts); by default it is inside
+    first = next((i for i, m in enumerate(sys.argv) if m == "--task-kept"), None)
+    start = 2 if first is not None else 1
     tok = CharEstimator()
     files = sorted(DATA.glob("*/*.traj*"))
     print(
@@ -81,7 +87,7 @@ def main() -> None:
     totals = [0, 0, 0, 0, 0, 0, 0, 0]
     for f in files:
         msgs = list(load(f))
-        span = msgs[1:-KEEP]
+        span = msgs[start:-KEEP]
         if not span:
             continue
         t0 = time.perf_counter()
@@ -90,8 +96,8 @@ def main() -> None:
         before = sum(tok.count_message(m) for m in span)
         p, c, e = share(paths(span), note), share(commands(span), note), share(errors(span), note)
         planted, needles = plant_needles(msgs)
-        planted_note = digest(planted[1:-KEEP], max_tokens=LIMIT, tokenizer=tok)
-        inside = [n.value for n in needles if 0 < n.position < len(msgs) - KEEP]
+        planted_note = digest(planted[start:-KEEP], max_tokens=LIMIT, tokenizer=tok)
+        inside = [n.value for n in needles if start <= n.position < len(msgs) - KEEP]
         k = share(inside, planted_note)
         for i, (a, b) in enumerate((p, c, e, k)):
             totals[2 * i] += a

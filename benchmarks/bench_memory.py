@@ -47,41 +47,80 @@ INSTRUCTIONS: list[tuple[str, str]] = [  # (how it is said, a word that shows it
     ("Answer in British English spelling please.", "British English"),
 ]
 
-FACTS: list[tuple[str, str, str | None]] = [  # (statement, value, later update or None)
+FACTS: list[tuple[str, str, tuple[str, str] | None]] = [
+    # (statement, value, (later update, new value) or None)
     ("My sister Ingrid is getting married on 14 September in Bergen.", "Ingrid", None),
-    ("Our flight to Lisbon leaves on June 3 at 07:40.", "June 3",
-     "Ugh, the airline moved our Lisbon flight to June 14, same time."),
-    ("The budget for the whole trip is 2400 euros.", "2400",
-     "We talked it over and the trip budget is now 3100 euros."),
+    (
+        "Our flight to Lisbon leaves on June 3 at 07:40.",
+        "June 3",
+        ("Ugh, the airline moved our Lisbon flight to June 14, same time.", "June 14"),
+    ),
+    (
+        "The budget for the whole trip is 2400 euros.",
+        "2400",
+        ("We talked it over and the trip budget is now 3100 euros.", "3100"),
+    ),
     ("I work as a radiographer at St Olav's hospital.", "radiographer", None),
     ("My landlord's name is Mr. Okafor and the rent is due on the 5th.", "Okafor", None),
-    ("We're using Postgres 15 for the inventory service.", "Postgres 15",
-     "Quick update: we switched the inventory service from Postgres 15 to CockroachDB."),
-    ("The project deadline is March 28.", "March 28",
-     "The project deadline moved to April 11, so a bit more breathing room."),
+    (
+        "We're using Postgres 15 for the inventory service.",
+        "Postgres 15",
+        (
+            "Quick update: the inventory service runs on CockroachDB now, we migrated last week.",
+            "CockroachDB",
+        ),
+    ),
+    (
+        "The project deadline is March 28.",
+        "March 28",
+        ("The project deadline moved to April 11, so a bit more breathing room.", "April 11"),
+    ),
     ("My daughter Maya has a piano recital on Friday at 6pm.", "Maya", None),
-    ("Our team standup is at 9:15 every morning.", "9:15",
-     "Heads up, standup is now at 10:00 instead."),
+    (
+        "Our team standup is at 9:15 every morning.",
+        "9:15",
+        ("Heads up, standup is now at 10:00 instead.", "10:00"),
+    ),
     ("I drive a 2016 Honda Jazz, mostly for commuting.", "Honda Jazz", None),
     ("The apartment we're looking at is on Rua das Flores, number 112.", "Rua das Flores", None),
-    ("My blood type is O negative, in case that matters for the donation question.", "O negative",
-     None),
-    ("Our API rate limit is 600 requests per minute.", "600 requests",
-     "They raised our API rate limit to 900 requests per minute."),
+    (
+        "My blood type is O negative, in case that matters for the donation question.",
+        "O negative",
+        None,
+    ),
+    (
+        "Our API rate limit is 600 requests per minute.",
+        "600 requests",
+        ("They raised our API rate limit to 900 requests per minute.", "900 requests"),
+    ),
     ("My manager is called Priyanka Rao.", "Priyanka Rao", None),
 ]
 
 TOPICS = [
-    "how to keep houseplants alive in winter", "whether to learn guitar or piano first",
-    "what makes a good sourdough starter", "how compound interest works",
-    "tips for sleeping better", "how to prepare for a job interview",
-    "why the sky is blue", "how to start running as a beginner",
-    "what to look for in a used bike", "how to organise a small closet",
-    "the history of the printing press", "how to make cold brew coffee",
-    "how vaccines train the immune system", "ways to reduce screen time",
+    "how to keep houseplants alive in winter",
+    "whether to learn guitar or piano first",
+    "what makes a good sourdough starter",
+    "how compound interest works",
+    "tips for sleeping better",
+    "how to prepare for a job interview",
+    "why the sky is blue",
+    "how to start running as a beginner",
+    "what to look for in a used bike",
+    "how to organise a small closet",
+    "the history of the printing press",
+    "how to make cold brew coffee",
+    "how vaccines train the immune system",
+    "ways to reduce screen time",
 ]
-OPENERS = ["hey, quick question:", "so I was wondering about", "random thought -",
-           "can you explain", "ok next thing,", "another one:", "hmm, what about"]
+OPENERS = [
+    "hey, quick question:",
+    "so I was wondering about",
+    "random thought -",
+    "can you explain",
+    "ok next thing,",
+    "another one:",
+    "hmm, what about",
+]
 ADVICE = [
     "It's important to consider several factors and find what works best for you.",
     "Many people find that consistency matters more than intensity over time.",
@@ -112,10 +151,13 @@ def chatter(rng: random.Random, out: list[Message], turns: int) -> None:
     for _ in range(turns):
         topic = rng.choice(TOPICS)
         out.append(Message.user(f"{rng.choice(OPENERS)} {topic}?"))
-        out.append(Message.assistant(
-            f"Great question! Here is an overview of {topic}. "
-            + " ".join(rng.sample(ADVICE, 5)) + " I hope this helps!"
-        ))
+        out.append(
+            Message.assistant(
+                f"Great question! Here is an overview of {topic}. "
+                + " ".join(rng.sample(ADVICE, 5))
+                + " I hope this helps!"
+            )
+        )
         if rng.random() < 0.4:
             out.append(Message.user(rng.choice(ACKS)))
             out.append(Message.assistant("You're welcome! Let me know if there's anything else."))
@@ -142,19 +184,13 @@ def conversation(rng: random.Random, rounds: int) -> tuple[Conversation, list[li
             continue
         later = parts[rng.randint(1, rounds - 1)] if rounds > 1 else parts[0]
         chatter(rng, later, rng.randint(1, 3))
-        later.append(Message.user(update))
+        said, new = update
+        later.append(Message.user(said))
         later.append(Message.assistant("Noted, thanks for the update."))
-        new = next(w for w in _values(update) if w not in _values(text))
         conv.planted.append(Planted("fact", new, stale=value))
     for part in parts:
         chatter(rng, part, 12)
     return conv, parts
-
-
-def _values(text: str) -> list[str]:
-    import re
-
-    return re.findall(r"[A-Z][a-z]+ \d+|\d+[:\d]*|[A-Z][A-Za-z]+(?:DB)?", text)
 
 
 # -- running ------------------------------------------------------------------------------
@@ -188,8 +224,12 @@ def score(conv: Conversation, sent: list[Message]) -> tuple[float, float, int]:
     return kept_ins, kept_facts, stale
 
 
-def run(convs: list[tuple[Conversation, list[list[Message]]]], method: Method | None,
-        share: float, rounds: int) -> tuple[float, float, float, float]:
+def run(
+    convs: list[tuple[Conversation, list[list[Message]]]],
+    method: Method | None,
+    share: float,
+    rounds: int,
+) -> tuple[float, float, float, float]:
     rows = []
     for conv, parts in convs:
         total = tokens([conv.messages[0], *[m for p in parts for m in p]])
@@ -212,10 +252,16 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     convs = [conversation(rng, 5) for _ in range(args.conversations)]
-    print(f"{args.conversations} conversations, ~{statistics.mean(tokens([m for p in parts for m in p]) for _, parts in convs):,.0f} tokens each")
-    print(f"{'method':<22}{'budget':>7}{'rounds':>7}{'instructions':>14}{'facts':>8}{'stale':>7}{'tokens':>9}")
+    print(
+        f"{args.conversations} conversations, ~{statistics.mean(tokens([m for p in parts for m in p]) for _, parts in convs):,.0f} tokens each"
+    )
+    print(
+        f"{'method':<22}{'budget':>7}{'rounds':>7}{'instructions':>14}{'facts':>8}{'stale':>7}{'tokens':>9}"
+    )
     methods: list[tuple[str, Method | None]] = [
-        ("uncompacted", None), ("truncation", truncation), ("kompakt Budgeted", kompakt_default)
+        ("uncompacted", None),
+        ("truncation", truncation),
+        ("kompakt Budgeted", kompakt_default),
     ]
     for share in (0.1, 0.2, 0.5):
         for rounds in (1, 5):
@@ -224,7 +270,9 @@ def main() -> None:
                     continue
                 ins, facts, stale, tok = run(convs, method, share, rounds)
                 label = "-" if method is None else f"{share:.0%}"
-                print(f"{name:<22}{label:>7}{rounds:>7}{ins:>14.0%}{facts:>8.0%}{stale:>7}{tok:>9,.0f}")
+                print(
+                    f"{name:<22}{label:>7}{rounds:>7}{ins:>14.0%}{facts:>8.0%}{stale:>7}{tok:>9,.0f}"
+                )
     # the digest's speed on a long span
     big: list[Message] = []
     while len(big) < 3000:
@@ -235,7 +283,9 @@ def main() -> None:
         start = time.perf_counter()
         digest(span, max_tokens=4000)
         times.append(time.perf_counter() - start)
-    print(f"digest of a {len(span):,}-message span: {statistics.median(times) * 1000:.0f} ms (median of 5)")
+    print(
+        f"digest of a {len(span):,}-message span: {statistics.median(times) * 1000:.0f} ms (median of 5)"
+    )
 
 
 if __name__ == "__main__":

@@ -53,7 +53,13 @@ def test_the_template_reaches_the_model_by_default() -> None:
         _history(), kompakt.Budgeted(4_000, [kompakt.Summarize(summarizer=model)])
     )
     texts = _request_texts(model)
-    assert texts and all("## Decisions" in t and "## Next steps" in t for t in texts)
+    sections = (
+        "## Decisions",
+        "## Current facts",
+        "## Preferences",
+        "## Open tasks and next steps",
+    )
+    assert texts and all(all(s in t for s in sections) for t in texts)
 
 
 def test_the_compactors_summarizer_serves_strategies_without_one() -> None:

@@ -191,12 +191,13 @@ def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
     msgs = list(load(MINI[7]))  # django-14534: 183 messages, long file listings
     tool = [i for i, m in enumerate(msgs) if m.role == "tool"][10]
     span = _plant(msgs, tool, "Important: the API port must stay 8443 for the staging proxy.")
-    span = _plant(span, tool + 20, "The deploy key id is DK-7F3A-22B1.")[1:-6]
+    # the task (the run's last user message) is never evicted: the span starts after it
+    span = _plant(span, tool + 20, "The deploy key id is DK-7F3A-22B1.")[2:-6]
     note = digest(span, max_tokens=800)
     quoted = note.split(f"## {SECTIONS['quoted']}\n")[1].split("\n## ")[0]
     assert quoted.startswith("<tool_output>\n") and quoted.endswith("</tool_output>")
     assert "the API port must stay 8443" in quoted and "DK-7F3A-22B1" in quoted
-    assert digest(msgs[1:-6], max_tokens=800).count("8443") == 0  # it came from the plant
+    assert digest(msgs[2:-6], max_tokens=800).count("8443") == 0  # it came from the plant
 
 
 def test_source_listings_and_grep_hits_are_not_facts() -> None:

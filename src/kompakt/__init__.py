@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "FactRetrieval": "kompakt.strategies",
     "Concept": "kompakt.strategies",
     "FactType": "kompakt.strategies",
+    "ASSISTANT_CONCEPTS": "kompakt.strategies",
     "CODING_AGENT_CONCEPTS": "kompakt.strategies",
     # compactor
     "Compactor": "kompakt.compactor",
@@ -124,6 +125,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ASSISTANT_CONCEPTS",
     "CODING_AGENT_CONCEPTS",
     "Agent",
     "All",
@@ -305,6 +307,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         SQLiteStore,
     )
     from kompakt.strategies import (
+        ASSISTANT_CONCEPTS,
         CODING_AGENT_CONCEPTS,
         AsyncStrategy,
         BaseStrategy,

@@ -39,6 +39,7 @@ from typing import Literal, TypeAlias
 
 from kompakt.errors import ConfigError
 from kompakt.messages import Message
+from kompakt.notes.digest import is_note
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = ["Group", "GroupKind", "MessageIndex"]
@@ -185,8 +186,8 @@ class MessageIndex:
     def _place(self, m: Message, pos: int) -> Group:
         if m.role == "tool":
             return self._place_result(m, pos)
-        if m.synthetic in ("summary", "facts"):
-            return self._new_group("summary", pos)
+        if m.synthetic in ("summary", "facts") or is_note(m):
+            return self._new_group("summary", pos)  # a note passed back as plain text too
         if m.role in ("system", "developer"):
             return self._new_group("system", pos)
         if m.role == "user":

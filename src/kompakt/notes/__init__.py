@@ -20,6 +20,9 @@ from kompakt.notes.digest import (
     digest,
     digest_items,
     is_note,
+    split_ledger,
+    standing_instructions,
+    with_ledger,
 )
 from kompakt.notes.ledger import Ledger, drop_superseded, superseded
 from kompakt.notes.salience import Salience, is_filler, is_instruction
@@ -40,6 +43,9 @@ __all__ = [
     "is_filler",
     "is_instruction",
     "is_note",
+    "split_ledger",
     "split_units",
+    "standing_instructions",
     "superseded",
+    "with_ledger",
 ]

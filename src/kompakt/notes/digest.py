@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from kompakt.messages import Message
 from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
 from kompakt.notes.salience import Salience, content_words, is_filler, is_instruction
-from kompakt.notes.units import Unit, split_units
+from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = [
@@ -59,6 +59,9 @@ __all__ = [
     "digest",
     "digest_items",
     "is_note",
+    "split_ledger",
+    "standing_instructions",
+    "with_ledger",
 ]
 
 SECTIONS: dict[str, str] = {
@@ -95,7 +98,7 @@ _BASE_SCORE = {
     "files": 3.0,
     "identifiers": 1.0,
 }
-_LEDGER_SHARE = 0.4  # the ledger may take this share of a note; past it, its oldest go
+_LEDGER_SHARE = 0.8  # of a note (itself at most about half a budget); past it, the oldest go
 _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _KEPT_BEFORE = 1.0
@@ -241,10 +244,24 @@ class _Collector:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], _Item] = {}
 
-    def add(self, section: str, text: str, score: float, order: float, *, key: str = "") -> _Item:
+    def add(
+        self,
+        section: str,
+        text: str,
+        score: float,
+        order: float,
+        *,
+        key: str = "",
+        repeats: bool = True,
+    ) -> _Item:
+        """Add a candidate; said again, it gains a little (`repeats`: a command run again,
+        an error seen again) or, in conversation, nothing but its newest place."""
         text = text.strip()
         k = key or _norm(text)
         found = self.items.get((section, k))
+        if found is not None and not repeats:
+            found.score, found.order = max(found.score, score), max(found.order, order)
+            return found
         if found is not None:
             found.count += 1
             found.score = max(found.score, score) + 0.5 / found.count
@@ -319,6 +336,66 @@ def digest_items(
     return rules + [(i.section, _line(i), i.score + math.log(i.count)) for i in ranked]
 
 
+def standing_instructions(
+    messages: Sequence[Message], *, previous: str = "", later: Sequence[Message] = ()
+) -> list[str]:
+    """The ledger alone: the standing instructions of `previous` (a note) and of the
+    user's messages, the newest version of each, oldest first. `later` messages only
+    replace.
+
+    >>> standing_instructions([Message.user("Never use emojis. What is 2+2?")])
+    ['Never use emojis.']
+    """
+    ledger = Ledger()
+    for k, line in enumerate(split_ledger(previous)[0]):
+        ledger.add(line, order=-1.0 + k / 1e6)
+    for pos, m in enumerate([*messages, *later]):
+        if is_note(m):
+            for k, line in enumerate(split_ledger(m.text)[0]):
+                ledger.add(line, order=pos - 1 + k / 1e6)
+        elif m.role == "user":
+            for u in split_units(m, pos):
+                if is_instruction(u.text):
+                    ledger.add(u.text, order=pos + u.order / 1e6, shown=pos < len(messages))
+    return [e.text for e in ledger.entries()]
+
+
+def split_ledger(note: str) -> tuple[list[str], str]:
+    r"""A note's standing instructions and the rest of its text.
+
+    >>> split_ledger("## Standing instructions (the user's words)\n- Be brief.\n## Goal\n- x")
+    (['Be brief.'], '## Goal\n- x')
+    """
+    lines, rest, inside = [], [], False
+    for line in note.splitlines():
+        if line.startswith("## "):
+            inside = _TITLE_TO_KEY.get(line[3:].strip()) == "instructions"
+            if inside:
+                continue
+        if inside and line.startswith("- "):
+            lines.append(line[2:])
+        elif not inside:
+            rest.append(line)
+    return lines, "\n".join(rest).strip()
+
+
+def with_ledger(instructions: Sequence[str], text: str) -> str:
+    r"""`text` with the standing instructions first, word for word (any ledger section
+    already in `text` is replaced).
+
+    >>> print(with_ledger(["Be brief."], "## Goal\n- ship it"))
+    ## Standing instructions (the user's words)
+    - Be brief.
+    ## Goal
+    - ship it
+    """
+    rest = split_ledger(text)[1]
+    if not instructions:
+        return rest
+    head = "\n".join([f"## {SECTIONS['instructions']}", *(f"- {i}" for i in instructions)])
+    return f"{head}\n{rest}" if rest else head
+
+
 def is_note(m: Message) -> bool:
     """Whether `m` is a note kompakt wrote (marked, or recognised by its header)."""
     if m.synthetic in ("summary", "facts"):
@@ -355,13 +432,17 @@ def _extract(
     acted = False  # the previous assistant message issued a command
     spoke = False  # an assistant message came before: a task prompt is not an observation
     asked = False  # the span's first request is kept whole
+    noted = False  # a note written before opens the span
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
-    agentic = any(m.tool_calls or m.role == "tool" for m in messages)
+    agentic = any(
+        m.tool_calls or m.role == "tool" or (m.role == "assistant" and _fenced_action(m.text))
+        for m in messages
+    )
     for pos, m in enumerate(messages):
         recency = pos / n
         if is_note(m):
             _previous_note(ex, m.text, max_tokens, tok)
-            acted = False
+            acted, noted = False, True
             continue
         text = m.text
         if m.role == "assistant":
@@ -390,7 +471,10 @@ def _extract(
             acted = False
         elif m.role == "user":
             bonus = 0.0
-            if not asked and not is_filler(text) and len(content_words(text)) >= 2:
+            # an agent's task, or what opened the conversation: a chat's later questions
+            # are ranked with everything else that was said
+            opening = agentic or (pos == 0 and not noted)
+            if not asked and opening and (agentic or _a_request(text)):
                 ex.request = (pos, _request(c, text, recency, max_tokens, tok))
                 asked, bonus = True, _IN_REQUEST
             _conversation(ex, m, pos, recency, bonus=bonus)
@@ -402,6 +486,15 @@ def _extract(
             _conversation(ex, m, len(messages) + k, 1.0, context_only=True)
     _rank_units(ex)
     return ex
+
+
+def _a_request(text: str) -> bool:
+    """A user message worth keeping whole as the span's request: not filler, not a few
+    words, not only standing instructions (those are the ledger's)."""
+    if is_filler(text) or len(content_words(text)) < 2:
+        return False
+    said = [s for line in text.splitlines() for s in split_sentences(line)]
+    return not all(is_instruction(s) or is_filler(s) for s in said)
 
 
 def _conversation(
@@ -461,8 +554,8 @@ def _rank_units(ex: _Extraction) -> None:
             text = surviving_clauses(text, kept[stale[k]][0].text)
             if ex.request is not None and ex.request[0] == u.position:
                 ex.request[1].text = ex.request[1].text.replace(u.text, text or "[…]")
-        if text:
-            ex.c.add("facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9)
+        if text:  # boilerplate said again is not more salient for it: no repeat bonus
+            ex.c.add("facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False)
 
 
 def _request(c: _Collector, text: str, recency: float, max_tokens: int, tok: Tokenizer) -> _Item:
@@ -809,7 +902,7 @@ def _redundant(item: _Item, chosen: list[_Item], rules: Sequence[set[str]] = ())
     key = item.key
     if any(o.section == item.section and key and key in o.key for o in chosen):
         return True
-    if item.section in ("decisions", "errors", "facts", "quoted", "requests"):  # worded again
+    if item.section in ("decisions", "errors", "facts", "quoted"):  # worded again
         words, values = _words(item.text), _values(item.text)
         if any(_similar(words, r) for r in rules):
             return True

@@ -53,6 +53,7 @@ def _wordset(words: str) -> frozenset[str]:
 
 _INSTRUCTION_EN = re.compile(
     r"\b(?:always|never|from now on|going forward|from here on|in (?:the )?future"
+    r"|for (?:anything|everything|all|any|every)\b(?! else)|in general|as a rule|by default"
     r"|whenever (?:i|you)|every time (?:i|you)|each time (?:i|you)|any time (?:i|you)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
     r"(?:do not|don't|dont) (?:ever )?\w+"
@@ -61,10 +62,11 @@ _INSTRUCTION_EN = re.compile(
     r"format|give)"
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
     r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it|your (?:answers?|replies|responses))"
-    r"|(?:i|we) (?:prefer|'d prefer|would prefer|'d rather|would rather|want you to|"
-    r"need you to|'d like you to|would like you to|like my|like it when|hate it when|"
-    r"don't like|do not like|dislike|can't stand|can't eat|cannot eat|am allergic|'m allergic"
-    r"|am vegetarian|'m vegetarian|am vegan|'m vegan)"
+    r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
+    r"|need you to)"
+    r"|\b(?:i|we) (?:like my|like it when|hate it when|don't like|do not like|dislike"
+    r"|can't stand|can't eat|cannot eat|never eat|don't eat|am allergic|am vegetarian|am vegan)"
+    r"|\bi['’]m (?:allergic|vegetarian|vegan|lactose)"
     r"|my (?:preference|rule) is|call me \w+|refer to me as|address me as"
     r"|(?:answer|reply|respond|write) (?:only )?in \w+|use (?:only )?(?:metric|imperial|celsius|"
     r"fahrenheit|british|american|formal|informal|bullet|numbered)|"
@@ -90,8 +92,8 @@ _CONSTRAINT = re.compile(
     re.IGNORECASE,
 )
 _CHANGE = re.compile(
-    r"\b(?:decid(?:e|ed|ing)|decision|switch(?:ed|ing)? (?:to|from|over)|mov(?:e|ed|ing) "
-    r"(?:to|from|back)|chang(?:e|ed|ing) (?:to|from|it)|updat(?:e|ed|ing)|now|no longer|"
+    r"\b(?:decid(?:e|ed|ing)|decision|switch(?:ed|ing)?|moved|moving|chang(?:ed|ing)|"
+    r"updat(?:e|ed|ing)|now|no longer|"
     r"any ?more|instead|replac(?:e|ed|ing)|dropp(?:ed|ing)|cancel(?:l?ed)?|postpon(?:e|ed)|"
     r"reschedul(?:e|ed)|push(?:ed)? (?:back|to)|went with|going with|chose|picked|settled on|"
     r"blocked (?:on|by)|next step|plan (?:is|to)|we'll use|will use|actually|turns out|"
@@ -115,6 +117,7 @@ _FILLER = re.compile(
     r"good question|happy to help|glad (?:to|i could) help|i hope (?:this|that) helps|"
     r"let me know if.*|feel free to.*|is there anything else.*|hope (?:this|that) helps|"
     r"that's (?:great|good|helpful|awesome|all)|this is (?:great|helpful)|"
+    r"(?:that|this) (?:helps|works|is perfect)|"
     r"how are you(?: doing)?(?: today)?|how's it going|what's up|"
     r"there|everyone|all|guys|folks|friend|so much|a lot|very much|again|for (?:that|this|"
     r"the (?:help|info|information|answer|explanation|suggestions?|tips?|advice))|"
@@ -130,7 +133,7 @@ _FILLER_VOCABULARY = _wordset(
     this that helps let me know if feel free is there anything else that's helpful all how
     are doing today how's going what's up everyone guys folks friend so much a lot very
     again for the info information answer explanation suggestion suggestions tip tips
-    advice"""
+    advice works"""
 ) | {"你好", "谢谢", "好的", "没问题", "不客气", "嗯", "好"}
 _GENERIC_OPENERS = re.compile(
     r"^(?:(?:here (?:are|is)|below (?:are|is)|sure|certainly|of course|absolutely|great|"
@@ -157,7 +160,8 @@ _STOP = _wordset(
 )
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
-    """always never forward future whenever every each any don't dont do not please pls
+    """for general rule default always never now here forward future whenever every each any
+    don't dont do not please pls
     remember sure stop more avoid keep make prefer rather want need like hate dislike stand
     eat allergic vegetarian vegan preference rule call refer address answer reply respond
     write use answers replies responses"""
@@ -457,7 +461,9 @@ class Salience:
             + 3.0 * self._rarity(t)
         )
         if len(t.content) < 3 and not (values or entities):
-            signal *= 0.3  # "sounds fine to me": a few words with nothing specific
+            signal *= 0.2  # "sounds fine to me": a few words with nothing specific
+        if _QUESTION.search(text) and not values:
+            signal *= 0.6  # what was asked says less than what was told
         generic = source == "assistant" and not (values or entities)
         if generic and _GENERIC_OPENERS.match(text):
             signal *= 0.4  # generic advice

@@ -19,7 +19,13 @@ from kompakt.strategies.budgeted import Budgeted
 from kompakt.strategies.clamp import ClampOversized
 from kompakt.strategies.collapse import CollapseToolResults
 from kompakt.strategies.digest import ExtractiveDigest
-from kompakt.strategies.facts import CODING_AGENT_CONCEPTS, Concept, FactRetrieval, FactType
+from kompakt.strategies.facts import (
+    ASSISTANT_CONCEPTS,
+    CODING_AGENT_CONCEPTS,
+    Concept,
+    FactRetrieval,
+    FactType,
+)
 from kompakt.strategies.first_last import KeepFirstAndLast
 from kompakt.strategies.pipeline import Pipeline
 from kompakt.strategies.remove_tools import RemoveToolCalls
@@ -29,6 +35,7 @@ from kompakt.strategies.truncation import Truncation
 from kompakt.strategies.window import SlidingWindow
 
 __all__ = [
+    "ASSISTANT_CONCEPTS",
     "CODING_AGENT_CONCEPTS",
     "AsyncStrategy",
     "BaseStrategy",

@@ -26,7 +26,7 @@ from kompakt.models.base import (
 )
 from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
 from kompakt.models.registry import as_model, default_summarizer
-from kompakt.notes import digest
+from kompakt.notes import build_note, is_note, split_ledger, standing_instructions, with_ledger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.truncation import holds_summary
 from kompakt.tokens import Tokenizer
@@ -46,11 +46,15 @@ SYSTEM_PROMPT = (
 
 DEFAULT_TEMPLATE = (
     "Use these sections, each a few short bullet points (leave out a section with nothing in "
-    "it):\n## Goal\n## Decisions\n## Artifacts (files, commands and their results)\n"
-    "## Current state\n## Next steps\n## Open questions"
+    "it):\n## Goal\n## Preferences (how the user likes things done)\n"
+    "## Current facts (names, dates, numbers, places; when a value changed, only the latest "
+    "one)\n## Decisions\n## Artifacts (files, commands and their results)\n"
+    "## Current state\n## Open tasks and next steps\n## Open questions\n"
+    "The user's standing instructions are kept separately, word for word: do not repeat them."
 )
-"""The structured summary template (goal, decisions, artifacts, state, next steps, open
-questions)."""
+"""The structured summary template (goal, preferences, current facts with updates applied,
+decisions, artifacts, state, open tasks, open questions); standing instructions are kept
+outside the model's text."""
 
 _HEADER_RE = re.compile(r"^\[Summary of [^\n]*\]\n?")
 _FENCE_RE = re.compile(r"<(/?)(transcript|previous_summary|message)\b", re.IGNORECASE)
@@ -154,7 +158,7 @@ class SummarizingStrategy(BaseStrategy):
             span.groups.append(g)
             span.tokens += rendered_tokens(view, g)
             for m in rendered:
-                if m.synthetic == "summary":
+                if m.synthetic == "summary" or is_note(m):
                     span.previous.append(m)
                     for mid in m.covers:
                         pos = idx.position(mid)
@@ -245,9 +249,16 @@ class SummarizingStrategy(BaseStrategy):
         tok = context.view.index.tokenizer
         model = self.model_for(context)
         if model is None:
-            return _digest_of(messages, previous, limit, tok)
+            return _digest_of(messages, previous, limit, tok, context=context)
+        # the standing instructions never go through the model: it could paraphrase them
+        rules = standing_instructions(messages, previous=previous)
+        kept = with_ledger(rules, "")
+        room = max(16, limit - tok.count_text(kept) - 1) if rules else limit
         try:
-            return await self._ask_all(model, context, messages, previous, limit, merge)
+            text = await self._ask_all(
+                model, context, messages, split_ledger(previous)[1], room, merge
+            )
+            return with_ledger(rules, text)
         except Exception as exc:  # any failure of the model falls back, never breaks
             reason = describe_error(exc).removeprefix(f"{model.name}: ")  # ModelError names it
         try:
@@ -478,7 +489,7 @@ class SummarizingStrategy(BaseStrategy):
                 return trimmed
             note_fallback(context, "the summary did not fit the room; used the extractive digest")
         messages, previous, later = digest_input
-        return _digest_of(messages, previous, limit, tok, later=later)
+        return _digest_of(messages, previous, limit, tok, later=later, context=context)
 
     def drop_span(self, view: View, context: CompactionContext, span: Span) -> bool:
         """Drop the span but for an earlier summary in it: `Budgeted`'s last resort drops
@@ -599,9 +610,17 @@ def _digest_of(
     tok: Tokenizer,
     *,
     later: Sequence[Message] = (),
+    context: CompactionContext | None = None,
 ) -> str:
+    """The digest note; what the ledger could not keep is said on the running step."""
     prior = [Message.user(previous, synthetic="summary")] if previous else []
-    return digest([*prior, *messages], max_tokens=max(limit, 0), tokenizer=tok, later=later)
+    note = build_note([*prior, *messages], max(limit, 0), tokenizer=tok, later=later)
+    if note.instructions_dropped and context is not None:
+        context.note(
+            detail=f"{note.instructions_dropped} oldest standing instruction(s) left out: "
+            "the ledger passed its share of the note"
+        )
+    return note.text
 
 
 def strip_header(text: str) -> str:

@@ -90,6 +90,8 @@ class ClampOversized(BaseStrategy):
                 break
             walk.done(g)
             group = view.index.groups[g]
+            if group.kind == "summary":  # a note is cut by its own strategy, never clamped
+                continue
             if group.open_calls:  # more results may come: look again next time
                 cap = g if cap is None else min(cap, g)
             if view.is_original(g) and (

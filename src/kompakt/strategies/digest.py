@@ -52,7 +52,7 @@ class ExtractiveDigest(SummarizingStrategy):
         keep_last: int = 4,
         max_tokens: int = 800,
         *,
-        note_share: float | None = 0.5,
+        note_share: float | None = 0.7,
         recall_tool: str | None = None,
     ) -> None:
         super().__init__(

@@ -59,7 +59,7 @@ from kompakt.strategies.base import CompactionContext
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
-__all__ = ["CODING_AGENT_CONCEPTS", "Concept", "FactRetrieval", "FactType"]
+__all__ = ["ASSISTANT_CONCEPTS", "CODING_AGENT_CONCEPTS", "Concept", "FactRetrieval", "FactType"]
 
 
 class FactType(StrEnum):
@@ -118,6 +118,31 @@ CODING_AGENT_CONCEPTS: tuple[Concept, ...] = (
     Concept("pending-tasks", "Which tasks remain to be done?"),
 )
 """Eight concepts for coding agents (after the JetBrains post on Koog's coding agent)."""
+
+ASSISTANT_CONCEPTS: tuple[Concept, ...] = (
+    Concept(
+        "standing-instructions",
+        "Which standing instructions did the user give about how to answer or work from now "
+        "on (always/never/from now on)? Quote each one exactly, the newest version only.",
+    ),
+    Concept(
+        "preferences",
+        "What does the user prefer or dislike (style, format, units, language, food, tools)?",
+    ),
+    Concept(
+        "user-facts",
+        "What did the user say about themselves and the people, places, dates, numbers and "
+        "plans in their life or work? Give only current values: when a value changed, the "
+        "latest one.",
+    ),
+    Concept(
+        "decisions",
+        "What was decided or agreed, and what changed (moved, switched, dropped, updated)?",
+    ),
+    Concept("open-questions", "Which questions or tasks are still open?"),
+)
+"""Five concepts for general assistants: instructions, preferences, facts about the user
+and their people, places and dates, decisions, open questions."""
 
 FACTS_SYSTEM_PROMPT = (
     "You extract facts from an AI agent's conversation so that the agent can go on after "

@@ -1,0 +1,243 @@
+"""What a compaction keeps of a conversation: standing instructions, current facts,
+updates, across rounds, with and without a model.
+
+The conversations here are written by hand, as people talk (not with labels), and differ
+from the benchmark's material on purpose.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kompakt
+from kompakt import Message
+from kompakt.compactor import Compactor
+from kompakt.index import MessageIndex
+from kompakt.models.scripted import ScriptedModel
+from kompakt.notes import SECTIONS
+from kompakt.strategies import Budgeted, ExtractiveDigest, Summarize
+from kompakt.tokens import CharEstimator
+from kompakt.validation import find_problems
+
+TOK = CharEstimator()
+
+SMALL_TALK = [
+    (
+        "what's a good way to learn chess openings?",
+        "A good approach is to focus on principles rather than memorising long lines. "
+        "Control the centre, develop your pieces, castle early and connect your rooks. "
+        "Playing many games and reviewing them afterwards helps a lot as well.",
+    ),
+    (
+        "any tips for keeping basil alive indoors?",
+        "Basil likes warmth and plenty of light. Water it when the top of the soil is dry, "
+        "pinch off flower buds, and harvest from the top so it grows bushier over time.",
+    ),
+    (
+        "how do noise cancelling headphones work?",
+        "They use small microphones to pick up ambient sound and then play an inverted wave "
+        "that cancels much of it out. This works best for steady, low-frequency noise.",
+    ),
+    (
+        "is it better to stretch before or after running?",
+        "Many coaches suggest a dynamic warm-up before and gentle static stretching after. "
+        "Listen to your body and avoid pushing through sharp pain.",
+    ),
+]
+ACKS = ["cool, thanks", "ok", "nice one", "haha fair enough", "right, makes sense"]
+
+RULES = [
+    ("By the way, never book me anything before 9am.", "before 9am"),
+    ("For anything with code, give me Rust examples please, not Python.", "Rust examples"),
+    ("When you list options, always put the cheapest one first.", "cheapest one first"),
+    ("I'd prefer if you kept replies short, a few sentences max.", "a few sentences max"),
+]
+FACTS = [
+    ("My partner Tomasz and I are flying to Kraków on 2 August.", "Tomasz"),
+    ("I'm on the night shift at the depot until the end of October.", "night shift"),
+    ("The car is a grey 2019 Skoda Octavia, plate KR 5X21.", "KR 5X21"),
+    ("Our wifi password at the cabin is bluefinch-2048.", "bluefinch-2048"),
+    ("I'm saving up 3500 zloty for a new laptop.", "3500 zloty"),
+]
+
+
+def chat(seed: int, *, talk: int = 20) -> tuple[list[Message], list[str], list[str]]:
+    """A long chat: the rules and facts said early, in passing, then a lot of talk."""
+    rng = random.Random(seed)
+    msgs = [Message.system("You are a friendly assistant.")]
+    items = [("rule", *r) for r in RULES] + [("fact", *f) for f in FACTS]
+    rng.shuffle(items)
+    for _kind, said, _shows in items:
+        for _ in range(rng.randint(1, 3)):
+            q, a = rng.choice(SMALL_TALK)
+            msgs += [Message.user(q), Message.assistant(a)]
+        msgs += [Message.user(said), Message.assistant("Got it, thanks for telling me.")]
+    for _ in range(talk):
+        q, a = rng.choice(SMALL_TALK)
+        msgs += [Message.user(q), Message.assistant(a), Message.user(rng.choice(ACKS))]
+        msgs.append(Message.assistant("Happy to help!"))
+    msgs.append(Message.user("ok, what should I pack for the trip?"))
+    return msgs, [s for _, _, s in [("r", *r) for r in RULES]], [s for _, s in FACTS]
+
+
+def tokens(messages: list[Message]) -> int:
+    return sum(TOK.count_message(m) for m in messages)
+
+
+def sent_text(messages: list[Message]) -> str:
+    return "\n".join(m.text for m in messages)
+
+
+def test_the_default_budget_keeps_instructions_and_facts_of_a_chat() -> None:
+    for seed in range(5):
+        msgs, rules, facts = chat(seed)
+        budget = tokens(msgs) * 15 // 100
+        out = kompakt.apply_compaction(msgs, Budgeted(budget))
+        text = sent_text(out)
+        assert tokens(out) <= budget
+        assert out[-1] is msgs[-1]  # the last user message, verbatim
+        assert not find_problems(out)
+        assert all(r in text for r in rules), [r for r in rules if r not in text]
+        assert sum(f in text for f in facts) >= len(facts) - 1, text
+
+
+def test_plain_truncation_keeps_none_of_them() -> None:
+    """The reference the default is measured against: it loses what was said early."""
+    msgs, rules, _ = chat(1)
+    budget = tokens(msgs) * 15 // 100
+    out = kompakt.apply_compaction(msgs, Budgeted(budget, [kompakt.Truncation()]))
+    assert not any(r in sent_text(out) for r in rules)
+
+
+def test_instructions_are_rendered_verbatim_in_one_section_first() -> None:
+    msgs, _, _ = chat(2)
+    out = kompakt.apply_compaction(msgs, Budgeted(tokens(msgs) // 5))
+    note = next(m for m in out if m.synthetic == "summary").text
+    body = note.split(f"## {SECTIONS['instructions']}\n", 1)[1].split("\n## ", 1)[0]
+    said = {said for said, _ in RULES}
+    assert {line.removeprefix("- ") for line in body.splitlines()} == said
+
+
+def test_a_changed_value_is_not_shown_as_current() -> None:
+    msgs, _, _ = chat(3)
+    msgs[-1:-1] = [
+        Message.user("The Kraków flight got moved to 9 August, annoyingly."),
+        Message.assistant("Noted."),
+    ]
+    msgs[-1:-1] = [m for q, a in SMALL_TALK for m in (Message.user(q), Message.assistant(a))]
+    out = kompakt.apply_compaction(msgs, Budgeted(tokens(msgs) * 15 // 100))
+    text = sent_text(out)
+    assert "9 August" in text
+    assert "2 August" not in text  # the stale date is gone, not shown beside the new one
+    assert "Tomasz" in text  # what the update did not change stays
+
+
+def test_an_update_still_in_the_tail_supersedes_the_note() -> None:
+    msgs, _, _ = chat(4, talk=8)
+    msgs[-1:-1] = [Message.user("Actually the laptop fund is now 4200 zloty.")]
+    budget = tokens(msgs) * 15 // 100
+    out = kompakt.apply_compaction(msgs, Budgeted(budget))
+    text = sent_text(out)
+    assert "4200 zloty" in text and "3500 zloty" not in text
+
+
+def test_five_rounds_keep_what_one_round_kept() -> None:
+    msgs, rules, facts = chat(5, talk=2)
+    budget = tokens(msgs) * 20 // 100
+    once = sent_text(kompakt.apply_compaction(msgs, Budgeted(budget)))
+    kept_once = [x for x in rules + facts if x in once]
+    sent = msgs
+    rng = random.Random(5)
+    for _ in range(5):  # more conversation, then compact what was sent again
+        for _ in range(8):
+            q, a = rng.choice(SMALL_TALK)
+            sent = [*sent, Message.user(q), Message.assistant(a)]
+        sent = [*sent, Message.user("and what about tomorrow?")]
+        sent = kompakt.apply_compaction(sent, Budgeted(budget))
+    text = sent_text(sent)
+    assert kept_once and all(x in text for x in kept_once), [x for x in kept_once if x not in text]
+
+
+def test_a_note_passed_back_as_plain_dicts_is_still_merged() -> None:
+    """Provider dicts carry no kompakt markers: the note is recognised by its header."""
+    msgs, rules, _ = chat(6)
+    budget = tokens(msgs) * 20 // 100
+    first = kompakt.apply_compaction(msgs, Budgeted(budget))
+    plain = kompakt.load(kompakt.to_dicts(first, "openai", provider=True))
+    more = [*plain, *(Message.user(q) for q, _ in SMALL_TALK), Message.user("next?")]
+    again = kompakt.apply_compaction(list(more), Budgeted(budget))
+    text = sent_text(again)
+    assert all(r in text for r in rules)
+    assert text.count(f"## {SECTIONS['instructions']}") == 1
+
+
+def test_a_model_summary_keeps_the_instructions_outside_the_model_text() -> None:
+    model = ScriptedModel("## Preferences\n- wants short, Rust-flavoured answers\n## Goal\n- trip")
+    msgs, rules, _ = chat(7)
+    strategy = Summarize(summarizer=model, keep_last=2)
+    view, _ = Compactor(strategy=strategy).compact(MessageIndex(msgs))
+    note = next(m for m in view.render() if m.synthetic == "summary").text
+    assert all(r in note for r in rules)  # word for word, whatever the model wrote
+    assert "wants short, Rust-flavoured answers" in note
+    asked = model.requests[0][-1].text
+    assert "Standing instructions" not in asked.split("<transcript>")[0]
+    assert "word for word" in asked  # the template says they are kept apart
+
+
+def test_the_note_and_the_tail_share_a_budget() -> None:
+    msgs, _, _ = chat(8, talk=12)
+    budget = tokens(msgs) // 5
+    view, _ = Compactor(strategy=Budgeted(budget)).compact(MessageIndex(msgs))
+    out = view.render()
+    note = next(m for m in out if m.synthetic == "summary")
+    tail = [m for m in out if m.role != "system" and m is not note]
+    assert len(tail) > 2  # not all note
+    assert TOK.count_message(note) > budget // 10  # not all tail
+
+
+def test_a_ledger_past_its_share_loses_its_oldest_and_says_so() -> None:
+    rules = [
+        "Always answer in French.",
+        "Never use emojis.",
+        "Please keep answers under fifty words.",
+        "From now on cite your sources.",
+        "I prefer metric units.",
+        "Don't add disclaimers at the end.",
+        "Always put the cheapest option first.",
+        "Call me Jo.",
+    ]
+    msgs = [Message.user(r) for r in rules] + [Message.user("hello there friend")]
+    strategy = ExtractiveDigest(keep_last=1, max_tokens=60, note_share=None)
+    view, event = Compactor(strategy=strategy).compact(MessageIndex(msgs))
+    note = view.render()[0].text
+    assert "Call me Jo." in note and "Always answer in French." not in note  # oldest go first
+    assert any("standing instruction" in s.detail for s in event.steps)
+
+
+def test_a_newer_instruction_on_the_same_subject_replaces_the_older() -> None:
+    msgs = [
+        Message.user("Always mention the code word amber when you answer."),
+        Message.user("what's the weather like on Mars?"),
+        Message.assistant("Cold and dusty, with thin air."),
+        Message.user("Actually, mention the code word heron instead from now on."),
+        Message.user("ok"),
+        Message.assistant("Sure."),
+        Message.user("tell me more"),
+    ]
+    out = kompakt.apply_compaction(msgs, ExtractiveDigest(keep_last=1))
+    text = sent_text(out)
+    assert "heron" in text and "amber" not in text
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), share=st.sampled_from([10, 15, 20, 50]))
+def test_the_ledger_is_never_dropped_while_the_budget_can_hold_it(seed: int, share: int) -> None:
+    msgs, rules, _ = chat(seed, talk=random.Random(seed).randint(0, 10))
+    budget = max(tokens(msgs) * share // 100, 400)
+    out = kompakt.apply_compaction(msgs, Budgeted(budget))
+    text = sent_text(out)
+    assert tokens(out) <= budget and not find_problems(out) and out[-1] is msgs[-1]
+    assert all(r in text for r in rules)

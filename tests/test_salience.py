@@ -1,0 +1,134 @@
+"""The salience model's signals, each on its own, and the ledger of instructions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kompakt.notes import Ledger, Salience, is_filler, is_instruction, superseded
+from kompakt.notes.ledger import drop_superseded, surviving_clauses
+from kompakt.notes.salience import (
+    change_signal,
+    constraint_signal,
+    content_words,
+    entity_signal,
+    self_fact_signal,
+    value_signal,
+)
+from kompakt.notes.units import split_sentences
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Always include version numbers when I ask about libraries.",
+        "never put my real name in commit messages",
+        "From now on, reply in German.",
+        "Please don't summarize the article, I want the full text.",
+        "I prefer tabs over spaces.",
+        "I'd rather you skipped the small talk.",
+        "Whenever I paste a stack trace, start with the root cause.",
+        "Make sure to double-check dates against my calendar.",
+        "Call me Jo.",
+        "Going forward, use ISO dates.",
+        "以后回答请用中文。",
+        "不要在回答里用表情符号。",
+        "我更喜欢简短的回答。",
+    ],
+)
+def test_standing_instructions_are_recognised(text: str) -> None:
+    assert is_instruction(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you always do that?",  # a question
+        "Fix the login bug.",  # a one-off request
+        "I don't know why it fails.",  # "don't" that is not an instruction
+    ],
+)
+def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
+    assert not is_instruction(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Thanks!", "ok cool", "Hi there!", "Great, that helps.", "谢谢", "Sounds good."]
+)
+def test_filler_is_recognised(text: str) -> None:
+    assert is_filler(text)
+    assert Salience.of([text, "My passport expires on 2027-03-01."]).score(text, "user") == 0
+
+
+@pytest.mark.parametrize("text", ["OK, use Redis.", "Thanks, the budget is $400."])
+def test_filler_words_around_content_are_not_filler(text: str) -> None:
+    assert not is_filler(text)
+
+
+def test_each_signal_reads_what_it_names() -> None:
+    assert constraint_signal("We can spend at most 3 hours on this.") == 1
+    assert constraint_signal("The weather is nice.") == 0
+    assert value_signal("Dinner is at 19:30 on 2024-05-02 for $85") == 3
+    assert value_signal("It costs a lot.") == 0
+    assert change_signal("We moved the launch to Tuesday.") == 1
+    assert change_signal("The launch is on Tuesday.") == 0
+    assert entity_signal("Send it to ops@acme.io, ticket PAY-4411") >= 2
+    assert entity_signal("send it to them") == 0
+    assert self_fact_signal("My son Leo started judo last month.") == 1
+    assert self_fact_signal("Judo is a martial art.") == 0
+
+
+def test_rarity_beats_frequency() -> None:
+    texts = ["we talked about the weather"] * 20 + ["my cousin breeds axolotls in Ghent"]
+    s = Salience.of(texts)
+    assert s.rarity(texts[-1]) > 0.8 > 0.3 > s.rarity(texts[0])
+    assert s.score(texts[-1], "user") > 2 * s.score(texts[0], "user")
+
+
+def test_authorship_is_a_signal_not_a_rank() -> None:
+    s = Salience.of(["Our office moved to 14 Rue Cler, Paris.", "hello, how are you today"])
+    said_by_assistant = s.score("Our office moved to 14 Rue Cler, Paris.", "assistant")
+    assert said_by_assistant > s.score("hello, how are you today", "user")
+
+
+def test_chinese_text_is_split_and_counted() -> None:
+    assert split_sentences("我下周三去上海。预算是五千元！好的") == [
+        "我下周三去上海。",
+        "预算是五千元！",
+        "好的",
+    ]
+    assert "上海" in content_words("我下周三去上海。")
+
+
+def test_an_update_supersedes_the_stale_value() -> None:
+    assert superseded("The deadline is March 1.", "The deadline moved to April 5.")
+    assert superseded("Response time is 400 ms.", "Response time is now 250 ms.")
+    assert superseded("We use Redis for caching.", "We dropped Redis last sprint.")
+    assert not superseded("My cat is called Tom.", "The deadline moved to April 5.")
+    assert not superseded("I live in Oslo.", "I love Oslo in winter.")  # no change said
+
+
+def test_only_the_changed_clause_goes() -> None:
+    assert (
+        surviving_clauses(
+            "The budget is $1200 and the trip ends on May 5.", "The budget is now $1500."
+        )
+        == "the trip ends on May 5."
+    )
+
+
+def test_supersession_compares_only_statements_that_share_a_subject() -> None:
+    texts = [(f"Locker L{i} is booked for {i + 2} days.", float(i)) for i in range(200)]
+    texts.append(("Locker L7 moved to 30 days.", 1000.0))
+    assert drop_superseded(texts) == {7: 200}
+
+
+def test_the_ledger_deduplicates_and_the_newer_instruction_wins() -> None:
+    ledger = Ledger()
+    ledger.add("Always answer in English.", order=1)
+    ledger.add("Always answer in English.", order=2)
+    ledger.add("Use metric units.", order=3)
+    ledger.add("Never use metric units, I'm in the US.", order=4)
+    assert [e.text for e in ledger.entries()] == [
+        "Always answer in English.",
+        "Never use metric units, I'm in the US.",
+    ]
