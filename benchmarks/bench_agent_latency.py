@@ -28,10 +28,28 @@ STEPS = 60
 MODEL_SECONDS = 0.3
 SUMMARY_SECONDS = 0.8
 TRIGGER, TARGET = 20_000, 12_000
-WORDS = (
-    "build test deploy cache index token parser module config error retry "
-    "request response handler session store query commit branch merge"
-).split()
+WORDS = [
+    "build",
+    "test",
+    "deploy",
+    "cache",
+    "index",
+    "token",
+    "parser",
+    "module",
+    "config",
+    "error",
+    "retry",
+    "request",
+    "response",
+    "handler",
+    "session",
+    "store",
+    "query",
+    "commit",
+    "branch",
+    "merge",
+]
 
 
 def read_log(n: int) -> str:
