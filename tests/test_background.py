@@ -393,3 +393,33 @@ def test_the_cadence_starts_a_preparation_as_late_as_it_can() -> None:
     assert c.steps_ahead(20_000) == 8  # three calls, one after another
     assert not c.due(tokens=8_400, limit=10_000, span_tokens=4_000)
     assert c.due(tokens=8_600, limit=10_000, span_tokens=4_000)
+
+
+def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
+    """A proxy or framework adapter: history in, view out, before each model call."""
+
+    async def main() -> tuple[list[float], list[object], ScriptedModel]:
+        summ = slow_summarizer()
+        compactor = Compactor(
+            TokensExceed(3000), Summarize(keep_last=3, summarizer=summ), TokensBelow(2000)
+        )
+        background = BackgroundCompaction(compactor)
+        index = MessageIndex([Message.user("read the logs")])
+        spent, events = [], []
+        for i in range(30):
+            t0 = time.perf_counter()
+            view, event = await background.checkpoint(index)
+            spent.append(time.perf_counter() - t0)
+            if event is not None:
+                events.append(event)
+                assert not find_problems(view.render())
+            await asyncio.sleep(FAST_MODEL)  # the upstream model call
+            index.append(Message.assistant(f"step {i}: " + read_log(i)))
+        background.cancel()
+        return spent, events, summ
+
+    spent, events, summ = asyncio.run(main())
+    assert len(events) >= 2
+    assert all(e.reason == "prepared in the background" for e in events)  # type: ignore[attr-defined]
+    assert max(spent) < FAST_SUMMARY / 2  # never a whole summary's wait
+    assert summ.calls <= len(events) + 1
