@@ -88,6 +88,7 @@ class Outcome:
     summarizer_calls: int
     reached: bool
     worst_after: int
+    """The most tokens a compaction left (estimated, before calibration)."""
 
 
 def run(mode: str, scale: float) -> Outcome:
@@ -134,7 +135,10 @@ def main() -> None:
         f"{SUMMARY_SECONDS * args.scale * 1000:.0f} ms/call, TokensExceed({TRIGGER:,}) -> "
         f"TokensBelow({TARGET:,}), best of {args.repeat}"
     )
-    print(f"{'mode':<24}{'per turn':>10}{'compactions':>13}{'summarizer':>12}{'target':>10}")
+    print(
+        f"{'mode':<24}{'per turn':>10}{'compactions':>13}{'summarizer':>12}{'target':>10}"
+        f"{'worst after':>13}"
+    )
     results: dict[str, Outcome] = {}
     for mode, label in (
         ("none", "no compactor"),
@@ -146,7 +150,7 @@ def main() -> None:
         reached = "reached" if o.reached else "missed"
         print(
             f"{label:<24}{o.overhead / call:>9.1%}{o.compactions:>13}{o.summarizer_calls:>12}"
-            f"{reached:>10}"
+            f"{reached:>10}{o.worst_after:>13,}"
         )
     bg, fg = results["background"], results["foreground"]
     print(

@@ -247,7 +247,7 @@ def test_a_timed_preparation_is_ready_when_the_trigger_fires() -> None:
 
 
 def test_background_makes_no_more_summarizer_calls_than_foreground() -> None:
-    calls = {}
+    calls, shapes = {}, {}
     for background in (False, True):
         summ = slow_summarizer(delay=0.1)
         _, result = run_agent(
@@ -257,7 +257,11 @@ def test_background_makes_no_more_summarizer_calls_than_foreground() -> None:
         assert len(events) >= 3 and all(e.shortfall is None for e in events)  # targets reached
         assert all(e.tokens_after <= 2500 for e in events)
         calls[background] = summ.calls
+        shapes[background] = [e.messages_after for e in events]
     assert calls[True] <= calls[False] + 1, calls
+    # the prepared summary covered what a compaction at the trigger covers: the view
+    # after the swap is the foreground's (one digest note more at most)
+    assert all(b - f in (0, 1) for f, b in zip(shapes[False], shapes[True], strict=False)), shapes
 
 
 def test_groups_that_arrived_since_are_closed_to_the_target_without_a_model() -> None:

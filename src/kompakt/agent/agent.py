@@ -199,9 +199,8 @@ class Agent:
             if self.hook in ("after_run", "both"):
                 await self._after_run(result)
             elif self.background is not None and not self._settling:
-                self.background.prepare(
-                    self._load(), offset=self._offset
-                )  # while the caller thinks
+                # prepare while the caller thinks (not when the event loop ends with the run)
+                self.background.prepare(self._load(), offset=self._offset)
         finally:
             if self.background is not None:
                 self.background.pause()
@@ -317,6 +316,8 @@ class Agent:
                 log.info("session %s: %s", self.session, event.summary())
                 result.compactions.append(event)
                 fires = forced or self._fires()
+            else:
+                log.info("session %s: nothing usable was prepared; compacting afresh", self.session)
         if fires:
             if forced:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
