@@ -339,7 +339,11 @@ class BackgroundCompaction:
 
     def prepare(self, view: View, *, offset: int = 0) -> bool:
         """Start preparing the compaction the trigger will ask for, when it is due;
-        whether one started. Must be called inside a running event loop."""
+        whether one started. Must be called inside a running event loop, last in a
+        checkpoint: the next step is timed from here (a compaction that blocked the
+        checkpoint is not part of the loop's pace)."""
+        if self._last is not None:
+            self._last = (time.perf_counter(), self._last[1])
         if self._compactor.pending or not self.due(view, offset=offset):
             return False
         tokens = view.total_tokens + offset

@@ -32,7 +32,7 @@ import time
 from kompakt.messages import Message
 from kompakt.strategies.base import Step
 from kompakt.strategies.digest import digest
-from kompakt.triggers import TokensBelow, Trigger
+from kompakt.triggers import Not, TokensBelow, TokensExceed, Trigger
 from kompakt.view import View
 
 __all__ = ["close_gap", "explain_shortfall", "kept_by"]
@@ -83,20 +83,22 @@ def explain_shortfall(
     view: View, *, keep: int, option: str, target: Trigger, offset: int = 0
 ) -> str | None:
     """Why `target` does not hold after a compaction, in one line naming what to
-    change; None when it holds (or it is not a token target).
+    change; None when it holds (or it is not a token target: a `TokensBelow`, or the
+    default one, "the `TokensExceed` trigger no longer fires").
 
     `keep` is how many of the newest groups the strategy keeps verbatim, `option` the
     name of the option that says so; `offset` is added to the view's tokens (the
     calibration of what the provider counts).
     """
-    if not isinstance(target, TokensBelow):
+    limit = _token_limit(target)
+    if limit is None:
         return None
     tokens = view.total_tokens + offset
-    if tokens <= target.limit:
+    if tokens <= limit:
         return None
     kept = _tail_tokens(view, keep)
     line = f"target {target!r} not reached ({tokens:,} tokens after compaction)"
-    if keep and kept > 0 and tokens - kept <= target.limit:
+    if keep and kept > 0 and tokens - kept <= limit:
         return (
             f"{line}: {option}={keep} keeps the newest {keep} groups verbatim "
             f"({kept:,} tokens); lower {option}"
@@ -126,6 +128,16 @@ def kept_by(strategy: object) -> tuple[int, str]:
         if found[0] > best[0]:
             best = found
     return best
+
+
+def _token_limit(target: Trigger) -> int | None:
+    """The most tokens `target` allows: a `TokensBelow`, or the default target (the
+    trigger `TokensExceed` no longer fires); None for any other."""
+    if isinstance(target, TokensBelow):
+        return target.limit
+    if isinstance(target, Not) and isinstance(target.trigger, TokensExceed):
+        return target.trigger.limit
+    return None
 
 
 def _tail_tokens(view: View, keep: int) -> int:
