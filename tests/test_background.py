@@ -7,13 +7,20 @@ import itertools
 import json
 import time
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import strategies_conv
+from engine_helpers import check_view, conversations, validity
 from kompakt.agent import Agent, BackgroundCompaction, BackgroundCompactor, Cadence
+from kompakt.agent.target import close_gap
 from kompakt.compactor import Compactor
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ScriptedModel
 from kompakt.strategies import Summarize
 from kompakt.strategies.base import CompactionContext
+from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
 from kompakt.validation import find_problems
 from kompakt.view import View
@@ -427,3 +434,18 @@ def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
     assert all(e.reason == "prepared in the background" for e in events)  # type: ignore[attr-defined]
     assert max(spent) < FAST_SUMMARY / 2  # never a whole summary's wait
     assert summ.calls <= len(events) + 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conv=st.one_of(strategies_conv.conversations(), conversations()), keep=st.integers(0, 4))
+def test_closing_the_gap_keeps_the_invariants(conv: list[Message], keep: int) -> None:
+    view = View(MessageIndex(conv, tokenizer=CharEstimator()))
+    newest = [
+        view.rendered(g)
+        for g in range(max(0, view.index.group_count - keep), view.index.group_count)
+    ]
+    step = close_gap(view, keep=keep)
+    check_view(view, validity(conv))
+    assert step is None or (step.changed and step.model_calls == 0)
+    n = view.index.group_count
+    assert [view.rendered(g) for g in range(max(0, n - keep), n)] == newest  # kept verbatim
