@@ -399,7 +399,9 @@ def test_provider_reported_tokens_calibrate_the_trigger(strategy: str) -> None:
             compactor = small_compactor(2000)
         agent = Agent(model, tools=[read_log], compactor=compactor, recall=False)
         result = agent.run_sync("read")
-        assert not result.warnings, result.warnings
+        # the calibrated target may be out of reach of what min_preserved keeps: said once
+        others = [w for w in result.warnings if "lower min_preserved" not in w]
+        assert not others and len(result.warnings) <= 1, result.warnings
         return len(result.compactions)
 
     provider = ScriptedModel(tool_loop(4), tokenizer=CharEstimator(chars_per_token=3.0))

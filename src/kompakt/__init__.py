@@ -118,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "Tool": "kompakt.agent",
     "tool": "kompakt.agent",
     "BackgroundCompactor": "kompakt.agent",
+    "BackgroundCompaction": "kompakt.agent",
     "CompactionRecord": "kompakt.store",
     "as_history_processor": "kompakt.compactor",
     "strategy_from_name": "kompakt.config",
@@ -133,6 +134,7 @@ __all__ = [
     "AnthropicModel",
     "Any",
     "AsyncStrategy",
+    "BackgroundCompaction",
     "BackgroundCompactor",
     "BaseStrategy",
     "BudgetImpossible",
@@ -240,6 +242,7 @@ def __dir__() -> list[str]:
 if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
     from kompakt.agent import (
         Agent,
+        BackgroundCompaction,
         BackgroundCompactor,
         RunResult,
         Tool,

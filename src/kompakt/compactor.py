@@ -93,6 +93,8 @@ class CompactionEvent:
     model_output_tokens: int = 0
     fallbacks: list[str] = field(default_factory=list)
     """Each fallback taken, as "Strategy: why"."""
+    shortfall: str | None = None
+    """Why the target was not reached, naming the option to change (None: reached)."""
 
     @classmethod
     def before(cls, view: View, reason: str = "") -> CompactionEvent:
@@ -158,6 +160,8 @@ Truncation −700'
             line += f"; {self.model_calls} model call(s), {self.model_input_tokens:,} tokens in"
         if self.fallbacks:
             line += f"; fallback: {'; '.join(self.fallbacks)}"
+        if self.shortfall:
+            line += f"; {self.shortfall}"
         return line
 
 

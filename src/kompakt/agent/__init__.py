@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 from kompakt.agent.agent import Agent, Hook
-from kompakt.agent.background import BackgroundCompactor
+from kompakt.agent.background import BackgroundCompaction, BackgroundCompactor
+from kompakt.agent.cadence import Cadence
 from kompakt.agent.recall import RECALL_NOTE
 from kompakt.agent.result import RunResult, StopReason
 from kompakt.agent.tools import Tool, as_tool, execute_calls, tool
@@ -17,7 +18,9 @@ from kompakt.agent.tools import Tool, as_tool, execute_calls, tool
 __all__ = [
     "RECALL_NOTE",
     "Agent",
+    "BackgroundCompaction",
     "BackgroundCompactor",
+    "Cadence",
     "Hook",
     "RunResult",
     "StopReason",

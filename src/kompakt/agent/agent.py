@@ -36,16 +36,16 @@ strategies), side by side:
 from __future__ import annotations
 
 import logging
-import time
 import uuid
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
-from kompakt.agent.background import BackgroundCompactor
+from kompakt.agent.background import BackgroundCompaction, run_compaction
 from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
 from kompakt.agent.fresh import keep_fresh_results
 from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
+from kompakt.agent.target import explain_shortfall, kept_by
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import BudgetImpossible, ConfigError, InputError
@@ -55,13 +55,12 @@ from kompakt.models.base import ChatModel, ChatResponse, run_sync
 from kompakt.models.registry import as_model, model_from_env
 from kompakt.store.base import CompactionRecord, HistoryStore
 from kompakt.store.memory import MemoryStore
-from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
+from kompakt.strategies.base import StrategyLike
 from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.triggers import (
     ContextFraction,
     Never,
     TokensBelow,
-    TokensExceed,
     Trigger,
     TriggerLike,
     as_trigger,
@@ -93,9 +92,12 @@ class Agent:
         system: a system prompt, stored as the first message of a new session.
         max_steps: model calls per run; the run then stops cleanly (``max_steps``).
         hook: ``before_model``, ``after_run`` or ``both`` (see the module docs).
-        prepare_at: start preparing the next compaction in the background when this
-            fires (an int is a token count): a summary is computed while the agent
-            waits on its model and swapped in at the trigger.
+        background: prepare each compaction in the background while the agent waits
+            on its model, timed from the measured pace of the run so the summary is
+            ready when the trigger fires, and swap it in then (see
+            `BackgroundCompaction`).
+        prepare_at: start preparing when this fires instead (an int is a token
+            count); implies ``background=True``.
         warn_fraction: warn when a request passes this fraction of the context window.
         recall: give the model the ``recall`` tool (and summaries a note about it).
         context_window: tokens of the model's window (default: from a `ContextFraction`
@@ -116,6 +118,7 @@ class Agent:
         system: str | None = None,
         max_steps: int = 20,
         hook: Hook = "before_model",
+        background: bool = False,
         prepare_at: TriggerLike | int | None = None,
         warn_fraction: float = 0.9,
         recall: bool = True,
@@ -155,10 +158,12 @@ class Agent:
             )
         if compactor is not None:
             self._add_tool(compact_context_tool(self._request_compaction))
-        self.background: BackgroundCompactor | None = None
-        if prepare_at is not None and compactor is not None:
-            at = TokensExceed(prepare_at) if isinstance(prepare_at, int) else prepare_at
-            self.background = BackgroundCompactor(at, self._compact_snapshot)
+        self.background: BackgroundCompaction | None = None
+        if compactor is not None and (background or prepare_at is not None):
+            self.background = BackgroundCompaction(compactor, prepare_at=prepare_at)
+        self._keep = kept_by(compactor.strategy) if compactor is not None else (0, "")
+        self._explained = False
+        self._settling = False
         self._recall = recall
         self._view: View | None = None
         self._offset = 0
@@ -168,7 +173,6 @@ class Agent:
         self._result: RunResult | None = None
         self._call_ids: set[str] = set()
         self._last_request = 0
-        self._growth = 0
 
     # -- public ---------------------------------------------------------------------
 
@@ -194,9 +198,12 @@ class Agent:
             await self._loop(result)
             if self.hook in ("after_run", "both"):
                 await self._after_run(result)
-            elif self.background is not None:  # prepare while the caller thinks
-                self.background.prepare(self._load(), self._metrics())
+            elif self.background is not None and not self._settling:
+                # prepare while the caller thinks (not when the event loop ends with the run)
+                self.background.prepare(self._load(), offset=self._offset)
         finally:
+            if self.background is not None:
+                self.background.pause()
             self._running = False
             self._result = None
         return result
@@ -293,71 +300,61 @@ class Agent:
         if self.compactor is None:
             return
         view = self._load()
+        background = self.background
+        if background is not None:
+            background.observe(view)
         forced, self._compact_requested = self._compact_requested, False
         if not forced and self.hook == "after_run":
             return
-        trigger = self.compactor.trigger
-        # what the last step appended: the trigger fires up to one such step past it
-        self._growth = max(0, self._metrics().total_tokens - self._last_request)
         fires = forced or self._fires()
-        if fires and self.background is not None and self.background.pending:
-            event = await self._swap_in(view)
+        if fires and background is not None and background.pending:
+            event = await background.swap_in(view, offset=self._offset)
             if event is not None:
+                self._after_compaction(view, self._budget(self.compactor.strategy, self._offset))
+                event.tokens_after, event.messages_after = view.total_tokens, view.message_count
+                self._explain(event)
+                log.info("session %s: %s", self.session, event.summary())
                 result.compactions.append(event)
                 fires = forced or self._fires()
+            else:
+                log.info("session %s: nothing usable was prepared; compacting afresh", self.session)
         if fires:
             if forced:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
                 reason = "requested by the model (compact_context)"
             else:
                 stop = Shifted(self.compactor.target, self._offset)
-                reason = f"{trigger!r} fired at {self._metrics().total_tokens:,} tokens"
+                reason = (
+                    f"{self.compactor.trigger!r} fired at {self._metrics().total_tokens:,} tokens"
+                )
             strategy = calibrated_strategy(self.compactor.strategy, self._offset)
             try:
                 event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
             except BudgetImpossible as e:  # the request may still go through: let it try
                 self._warn(f"compaction could not reach its budget: {e}")
             else:
+                if background is not None:
+                    background.compacted(event)
+                if not forced:
+                    self._explain(event)
                 result.compactions.append(event)
-        if self.background is not None:
-            self.background.prepare(self._load(), self._metrics())
+        if background is not None:
+            background.prepare(self._load(), offset=self._offset)
 
-    async def _swap_in(self, view: View) -> CompactionEvent | None:
-        assert self.background is not None
-        before_tokens, before_msgs = view.total_tokens, view.message_count
-        t0 = time.perf_counter()
-        outcome = await self.background.swap_in(view)
-        waited = time.perf_counter() - t0
-        if outcome != "used":
-            log.info("session %s: prepared compaction %s; compacting afresh", self.session, outcome)
-            return None
-        prepared = self.background.result
-        event = CompactionEvent(
-            before_tokens,
-            before_tokens,
-            before_msgs,
-            before_msgs,
-            reason="prepared in the background",
+    def _explain(self, event: CompactionEvent) -> None:
+        """Record on `event` why the target was not reached; warn the first time."""
+        assert self.compactor is not None
+        keep, option = self._keep
+        event.shortfall = explain_shortfall(
+            self._load(),
+            keep=keep,
+            option=option,
+            target=self.compactor.target,
+            offset=self._offset,
         )
-        steps = prepared.steps if isinstance(prepared, CompactionEvent) else []
-        assert self.compactor is not None
-        self._after_compaction(view, self._budget(self.compactor.strategy, self._offset))
-        event.finish(view, steps, seconds=waited)
-        return event
-
-    def _compact_snapshot(self, snapshot: View) -> Coroutine[Any, Any, CompactionEvent]:
-        """Compact a snapshot as if the history had already grown to the trigger (plus the
-        step that crosses it), so the prepared result still holds when swapped in later.
-        The shift is taken now: the coroutine runs later, when the figures have moved."""
-        assert self.compactor is not None
-        limit = getattr(self.compactor.trigger, "limit", None)
-        now = snapshot.total_tokens + self._offset
-        headroom = max(0, limit - now) + self._growth if isinstance(limit, int) else 0
-        shift = self._offset + headroom
-        stop = Shifted(self.compactor.target, shift)
-        strategy = calibrated_strategy(self.compactor.strategy, shift)
-        summarizer = self.compactor.summarizer
-        return _run_compaction(snapshot, strategy, stop, summarizer, "background", False)
+        if event.shortfall and not self._explained:
+            self._explained = True
+            self._warn(event.shortfall)
 
     async def _compact(
         self, strategy: StrategyLike, stop: Trigger, *, reason: str, check_trigger: bool
@@ -365,7 +362,7 @@ class Agent:
         view = self._load()
         work = view.copy()
         summarizer = self.compactor.summarizer if self.compactor else None
-        event = await _run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
+        event = await run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
         self._view = work
         self._after_compaction(work, self._budget(strategy, 0))
         event.tokens_after, event.messages_after = work.total_tokens, work.message_count
@@ -396,6 +393,7 @@ class Agent:
             reason = f"after the run: {self.compactor.trigger!r} fired"
             strategy = calibrated_strategy(self.compactor.strategy, self._offset)
             event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
+            self._explain(event)
             result.compactions.append(event)
         if self._dirty:
             last = result.compactions[-1] if result.compactions else None
@@ -477,33 +475,19 @@ class Agent:
         self.tools[t.name] = t
 
     async def _run_settled(self, task: str | Message) -> RunResult:
+        self._settling = True
         try:
             return await self.run(task)
-        finally:  # the event loop ends with run_sync: drop unfinished background work
-            if self.background is not None and not self.background.ready:
-                self.background.discard()
+        finally:  # the event loop ends with run_sync: cancel unfinished background work
+            self._settling = False
+            if self.background is not None:
+                self.background.cancel()
 
     def __repr__(self) -> str:
         return (
             f"Agent(model={getattr(self.model, 'name', self.model)!r}, tools={list(self.tools)}, "
             f"session={self.session!r}, hook={self.hook!r})"
         )
-
-
-async def _run_compaction(
-    view: View,
-    strategy: StrategyLike,
-    stop: Trigger,
-    summarizer: ChatModel | None,
-    reason: str,
-    check_trigger: bool,
-) -> CompactionEvent:
-    """Run `strategy` on `view` in place; what happened as a `CompactionEvent`."""
-    event = CompactionEvent.before(view, reason)
-    ctx = CompactionContext(view, target=stop, summarizer=summarizer)
-    t0 = time.perf_counter()
-    await run_strategy(strategy, view, ctx, check_trigger=check_trigger)
-    return event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
 
 
 def _normalize(message: Message, used: set[str]) -> Message:
