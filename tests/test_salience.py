@@ -132,3 +132,23 @@ def test_the_ledger_deduplicates_and_the_newer_instruction_wins() -> None:
         "Always answer in English.",
         "Never use metric units, I'm in the US.",
     ]
+
+
+def test_the_notes_are_a_leaf_of_the_package() -> None:
+    """The digest depends on messages and tokens only: no strategy, model, view or index."""
+    import subprocess
+    import sys
+
+    code = "import kompakt.notes, sys; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = {m for m in out.stdout.split() if m.startswith("kompakt.")}
+    assert loaded <= {
+        "kompakt.errors",
+        "kompakt.messages",
+        "kompakt.tokens",
+        "kompakt.notes",
+        "kompakt.notes.digest",
+        "kompakt.notes.ledger",
+        "kompakt.notes.salience",
+        "kompakt.notes.units",
+    }, loaded
