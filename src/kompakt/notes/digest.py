@@ -103,7 +103,7 @@ _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
-_UNITS_PER_MESSAGE = 4
+_UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _UNITS_PER_REQUEST = 2  # the request is kept whole (or its head): its best lines besides
 _IN_REQUEST = -4.0  # a unit of the request kept whole: it is in the note already, or was cut
 
@@ -535,7 +535,8 @@ def _rank_units(ex: _Extraction) -> None:
     kept: list[tuple[Unit, float]] = []
     request = ex.request[0] if ex.request is not None else None
     for position, units in by_message.items():
-        cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE
+        source = units[0][0].source
+        cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
         if position >= 0 and units[0][1] != _CONTEXT_ONLY and len(units) > cap:
             # a message says a few things worth a line (a note's own items all stay)
             best = sorted(units, key=lambda x: -x[1])[:cap]
