@@ -6,25 +6,54 @@ by object identity, which costs one pointer comparison per message), the compact
 runs on the index when its trigger fires, and the compacted view is turned back into
 framework messages, reusing the framework's own objects for every original so the
 model receives exactly what the framework recorded.
+
+For adapters that keep kompakt's state in the framework's own storage: `Mirror.record`
+is the view as JSON (its notes and what they stand in for), `Mirror.restore` puts it
+back on a mirror rebuilt from the same messages, and `Overhead` is what a framework
+sends besides its messages (instructions, tool schemas), counted as a system message
+that is never rendered back. `Conversations` keeps one mirror per conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import importlib
 import json
 import threading
-from collections.abc import Callable, Sequence
+import uuid
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
-from kompakt.errors import MissingDependency
+from kompakt.errors import BudgetImpossible, MissingDependency
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.view import View
 
-__all__ = ["Mirror", "Origin", "as_compactor", "as_text", "dumps", "loads_or_text", "require"]
+__all__ = [
+    "Conversations",
+    "Mirror",
+    "Origin",
+    "Overhead",
+    "Oversize",
+    "as_compactor",
+    "as_text",
+    "budget_of",
+    "count_text",
+    "dumps",
+    "fit_overhead",
+    "loads_or_text",
+    "require",
+    "strip_overhead",
+]
+
+Oversize = Literal["clamp", "raise"]
+"""What an adapter does when what the framework always sends (instructions, tool
+schemas) leaves no room in the budget: clamp it with a warning, or raise."""
 
 Origin = tuple[int, int, int]
 """Where a kompakt message came from: (position in the source list, part, parts)."""
@@ -98,8 +127,17 @@ class Mirror:
         *,
         same: Callable[[Any, Any], bool] | None = None,
         events: list[Any] | None = None,
+        carry: bool = False,
+        lenient: bool = False,
     ) -> None:
         self.template = as_compactor(compactor)
+        self.carry = carry
+        """On a rebuild (the source was edited), keep the view's notes (`record`/`restore`)."""
+        self.lenient = lenient
+        """When the protected core alone exceeds the budget, warn and send the smallest
+        view the strategy reaches instead of raising `BudgetImpossible` mid-run."""
+        self.own_events: list[Any] = []
+        """The compactions of this mirror's conversation only."""
         self.lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
         self._convert = convert
@@ -121,6 +159,9 @@ class Mirror:
         """(source length, index length, view length) when `_out` was made."""
         self.last_render_reused = False
         """The last `render` only appended new originals to the one before."""
+        self.rev: str | None = None
+        """Names the view's current edits (a new one per compaction, the record's on
+        `restore`); None while nothing was compacted."""
 
     # -- keeping up with the framework -------------------------------------------------
 
@@ -132,24 +173,28 @@ class Mirror:
         """
         seen = self._source
         n = len(seen)
+        carried: dict[str, Any] | None = None
         if len(source) < n or not self._prefix(source):
+            carried = self.record() if self.carry else None
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):
             obj = source[pos]
-            parts = self._convert(obj, pos)
+            parts = [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
             stored = self.index.extend(parts)
             for k, m in enumerate(stored):
                 self._origin[m.id] = (pos, k, len(stored))
                 self._digests[m.id] = m.digest
             seen.append(obj)
+        if carried is not None:
+            self.restore(carried)
         return len(source) - n
 
     def _prefix(self, source: Sequence[Any]) -> bool:
         """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
         seen, same = self._source, self._same
         for i, (a, b) in enumerate(zip(seen, source, strict=False)):
-            if a is b:
+            if a is b or (isinstance(a, Overhead) and a == b):
                 continue
             if same is None or not same(a, b):
                 return False
@@ -171,19 +216,66 @@ class Mirror:
         """Compact when due; returns True when it ran."""
         if not self.due():
             return False
-        _, event = self.compactor.compact(self.index)
-        self.events.append(event)
-        self._out = None
+        try:
+            _, event = self.compactor.compact(self.index)
+        except BudgetImpossible as e:
+            if not self.lenient:
+                raise
+            _, event = self._lenient(e).compact(self.index)
+        self._ran(event)
         return True
 
     async def acompact(self) -> bool:
         """`compact` for strategies that await a model."""
         if not self.due():
             return False
-        _, event = await self.compactor.compact_async(self.index)
-        self.events.append(event)
-        self._out = None
+        try:
+            _, event = await self.compactor.compact_async(self.index)
+        except BudgetImpossible as e:
+            if not self.lenient:
+                raise
+            _, event = await self._lenient(e).compact_async(self.index)
+        self._ran(event)
         return True
+
+    def _ran(self, event: Any) -> None:
+        self.events.append(event)
+        self.own_events.append(event)
+        self._out = None
+        if event.changed:
+            self.rev = uuid.uuid4().hex
+
+    def _lenient(self, error: BudgetImpossible) -> Any:
+        """The compactor, its strategy no longer strict: the view shrinks to the core."""
+        warnings.warn(f"kompakt: {error}; sending the smallest view that keeps it", stacklevel=4)
+        strategy = copy.copy(self.compactor.strategy)
+        strategy.strict = False
+        self.compactor.strategy = strategy
+        return self.compactor
+
+    # -- the view as data -----------------------------------------------------------------
+
+    def record(self) -> dict[str, Any] | None:
+        """The view's edits as JSON-ready data (None while nothing was compacted):
+        ``{"rev", "synthetic", "dropped", "upto"}``, what `restore` takes."""
+        view = self.compactor.view
+        if view is None or view.index is not self.index or not view.changed:
+            return None
+        from kompakt.store.base import CompactionRecord
+
+        data = CompactionRecord.from_view(view).to_dict()
+        return {"rev": self.rev or uuid.uuid4().hex, **_pick(data, "synthetic", "dropped", "upto")}
+
+    def restore(self, record: Mapping[str, Any]) -> None:
+        """Put `record`'s edits on the view of what was synced (ids it names that are not
+        here are ignored): a mirror rebuilt from the framework's stored messages sends
+        what the one that wrote `record` would have sent."""
+        from kompakt.store.base import CompactionRecord, apply_record
+
+        self.compactor.reset()
+        apply_record(self.compactor.view_for(self.index), CompactionRecord.from_dict(record))
+        self.rev = str(record.get("rev") or "") or None
+        self._out = None
 
     # -- back to the framework ----------------------------------------------------------
 
@@ -275,3 +367,147 @@ class Mirror:
         if self._alock is None:
             self._alock = asyncio.Lock()
         return self._alock
+
+
+def _pick(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: d[k] for k in keys if k in d}
+
+
+class Overhead:
+    """What a framework sends on every request besides its messages (instructions,
+    tool schemas): put first in a mirror's source, it is counted as a system message
+    (always kept) and `strip_overhead` takes it out of what is rendered.
+
+    >>> Overhead("You debug.") == Overhead("You debug."), Overhead("a").message.role
+    (True, 'system')
+    """
+
+    __slots__ = ("id", "message", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+        self.id = "kompakt-overhead-" + digest.hexdigest()[:16]
+        self.message = Message.system(text, id=self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Overhead) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"Overhead({len(self.text)} chars)"
+
+
+def strip_overhead(rendered: Sequence[Any]) -> list[Any]:
+    """`rendered` without the `Overhead` put in front of the source."""
+    return [m for m in rendered if not isinstance(m, Overhead)]
+
+
+def budget_of(compactor: Any) -> int | None:
+    """The hard token budget of `compactor`'s strategy (a `Budgeted`), or None."""
+    strategy = getattr(as_compactor(compactor), "strategy", None)
+    budget = getattr(strategy, "token_budget", None)
+    return budget if isinstance(budget, int) else None
+
+
+def fit_overhead(
+    text: str,
+    compactor: Any,
+    *,
+    oversize: Oversize,
+    what: str,
+    share: float = 0.5,
+    reserved: int = 0,
+) -> str:
+    """`text` (a system prompt or instructions a framework always sends), or, when it
+    and the `reserved` tokens sent with it (tool schemas) take more than `share` of the
+    budget, a clamped copy with a warning (``oversize="clamp"``) or `BudgetImpossible`
+    (``oversize="raise"``).
+
+    >>> from kompakt import Budgeted
+    >>> fit_overhead("short", Budgeted(1_000), oversize="raise", what="instructions")
+    'short'
+    """
+    budget = budget_of(compactor)
+    if budget is None:
+        return text
+    tokens = count_text(compactor, text)
+    room = int(budget * share)
+    if tokens + reserved <= room:
+        return text
+    if oversize == "raise":
+        parts = {what: tokens, "tool schemas": reserved}
+        raise BudgetImpossible(budget, tokens + reserved, parts)
+    keep = max(0, len(text) * max(room - reserved, 0) // max(tokens, 1) - 80)
+    clamped = text[:keep] + f"\n[... {what} clamped by kompakt to fit the budget]"
+    warnings.warn(
+        f"kompakt: {what} take {tokens} tokens, more than {share:.0%} of the {budget}-token "
+        f"budget; sending the first {keep} characters (oversize='raise' makes this an error)",
+        stacklevel=3,
+    )
+    return clamped
+
+
+def count_text(compactor: Any, text: str) -> int:
+    """Tokens of `text` by `compactor`'s tokenizer (kompakt's estimate when it has none)."""
+    tokenizer = getattr(as_compactor(compactor), "tokenizer", None)
+    if tokenizer is None:
+        from kompakt.tokens import CharEstimator
+
+        tokenizer = CharEstimator()
+    return int(tokenizer.count_text(text)) if text else 0
+
+
+class Conversations:
+    """One `Mirror` per conversation (a thread id, a session...), the `limit` most
+    recently used kept; every mirror appends its events to one shared list.
+
+    >>> from kompakt import Budgeted
+    >>> pool = Conversations(lambda events: Mirror(Budgeted(900), lambda m, p: [m], list,
+    ...                                            events=events))
+    >>> pool.get("a") is pool.get("a"), pool.get("a") is pool.get("b")
+    (True, False)
+    """
+
+    def __init__(self, make: Callable[[list[Any]], Mirror], *, limit: int = 128) -> None:
+        self._make = make
+        self._limit = limit
+        self._mirrors: OrderedDict[Hashable, Mirror] = OrderedDict()
+        self._lock = threading.Lock()
+        self.events: list[Any] = []
+        """Every compaction of every conversation, oldest first."""
+
+    def get(self, key: Hashable) -> Mirror:
+        """The mirror of conversation `key` (made on first use)."""
+        with self._lock:
+            mirror = self._mirrors.pop(key, None)
+            if mirror is None:
+                mirror = self._make(self.events)
+                while len(self._mirrors) >= self._limit:
+                    self._mirrors.popitem(last=False)
+            self._mirrors[key] = mirror
+            return mirror
+
+    def move(self, old: Hashable, new: Hashable) -> None:
+        """Conversation `old` is known as `new` from now on."""
+        with self._lock:
+            mirror = self._mirrors.pop(old, None)
+            if mirror is not None:
+                self._mirrors[new] = mirror
+
+    def drop(self, key: Hashable) -> None:
+        """Forget conversation `key` (its next call rebuilds from the framework's state)."""
+        with self._lock:
+            self._mirrors.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mirrors
+
+    def __len__(self) -> int:
+        return len(self._mirrors)
+
+    def __getitem__(self, key: Hashable) -> Mirror:
+        return self._mirrors[key]
+
