@@ -273,7 +273,11 @@ class Mirror:
         from kompakt.store.base import CompactionRecord, apply_record
 
         self.compactor.reset()
-        apply_record(self.compactor.view_for(self.index), CompactionRecord.from_dict(record))
+        view = self.compactor.view_for(self.index)
+        apply_record(view, CompactionRecord.from_dict(record))
+        for g in self.index.groups:
+            if not view.is_original(g.index) and not _answered(view.rendered(g.index)):
+                view.restore(g.index)  # its notes named originals no longer here
         self.rev = str(record.get("rev") or "") or None
         self._out = None
 
@@ -367,6 +371,13 @@ class Mirror:
         if self._alock is None:
             self._alock = asyncio.Lock()
         return self._alock
+
+
+def _answered(messages: Sequence[Message]) -> bool:
+    """Every tool call in `messages` has its result among them, and every result its call."""
+    calls = {c.id for m in messages for c in m.tool_calls}
+    results = {m.tool_call_id for m in messages if m.role == "tool"}
+    return calls == results
 
 
 def _pick(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
