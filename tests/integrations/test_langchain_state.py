@@ -37,7 +37,7 @@ class Scripted(FakeMessagesListChatModel):
 
     steps: int = STEPS
     requests: list[list[BaseMessage]] = []  # noqa: RUF012 (a pydantic field)
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter()  # noqa: RUF012
     responses: list[BaseMessage] = [AIMessage("unused")]  # noqa: RUF012
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
@@ -51,7 +51,9 @@ class Scripted(FakeMessagesListChatModel):
         step = self.counts[who]
         if step > self.steps:
             return ChatResult(generations=[ChatGeneration(message=AIMessage(f"{tag} done"))])
-        calls = [{"name": "read_file", "args": {"path": f"{tag}/f{step}.py"}, "id": f"{tag}_{step}"}]
+        calls = [
+            {"name": "read_file", "args": {"path": f"{tag}/f{step}.py"}, "id": f"{tag}_{step}"}
+        ]
         if step % 5 == 0:
             path = {"path": f"{tag}/g{step}.py"}
             calls.append({"name": "read_file", "args": path, "id": f"{tag}_p{step}"})
@@ -208,3 +210,25 @@ def test_a_system_prompt_over_budget_is_clamped_with_a_warning_or_refused() -> N
     with pytest.raises(BudgetImpossible, match="system prompt"):
         agent.invoke({"messages": [HumanMessage("a: read files")]})
     assert model.requests == []  # refused before anything was sent
+
+
+async def test_the_agents_own_chat_model_writes_the_summaries() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from kompakt import Compactor, TokensExceed
+    from kompakt.integrations.langchain import LangChainModel
+    from kompakt.strategies import Summarize
+
+    summarizer = FakeListChatModel(responses=["## Goal\n- find the bug in a/f1..f8"])
+    compactor = Compactor(
+        trigger=TokensExceed(BUDGET),
+        strategy=Summarize(keep_last=2),
+        summarizer=LangChainModel(summarizer),
+    )
+    model = Scripted(requests=[], counts=Counter(), steps=10)
+    await _agent(model, KompaktMiddleware(compactor)).ainvoke(
+        {"messages": [HumanMessage("a: read files")]}
+    )
+    seen = [m.content for r in model.requests for m in r]
+    assert any("find the bug in a/f1..f8" in str(c) for c in seen)
+    _check(model.requests)

@@ -64,7 +64,9 @@ class Script:
         return who.split(":")[0], self.counts[who]
 
     def _calls(self, tag: str, step: int) -> list[ToolCallPart]:
-        calls = [ToolCallPart("read_file", {"path": f"{tag}/f{step}.py"}, tool_call_id=f"{tag}_{step}")]
+        calls = [
+            ToolCallPart("read_file", {"path": f"{tag}/f{step}.py"}, tool_call_id=f"{tag}_{step}")
+        ]
         if step % 5 == 0:
             path = {"path": f"{tag}/g{step}.py"}
             calls.append(ToolCallPart("read_file", path, tool_call_id=f"{tag}_p{step}"))
@@ -235,3 +237,20 @@ def test_instructions_over_budget_are_clamped_with_a_warning_or_refused() -> Non
     with pytest.raises(BudgetImpossible, match="instructions"):
         agent.run_sync("a: read files")
     assert script.requests == []
+
+
+async def test_the_agents_own_model_writes_the_summaries() -> None:
+    from pydantic_ai.models.test import TestModel
+
+    from kompakt.integrations.pydantic_ai import PydanticAIModel
+    from kompakt.strategies import Summarize
+
+    summarizer = PydanticAIModel(TestModel(custom_output_text="## Goal\n- the bug in a/f1..f8"))
+    compactor = Compactor(
+        trigger=TokensExceed(BUDGET), strategy=Summarize(keep_last=2), summarizer=summarizer
+    )
+    script = Script(steps=10)
+    await _agent(script, KompaktCapability(compactor)).run("a: read files")
+    texts = [m.text for messages, _ in script.requests for m in from_pydantic_ai(messages)]
+    assert any("the bug in a/f1..f8" in t for t in texts)
+    assert summarizer.total_usage.calls >= 1

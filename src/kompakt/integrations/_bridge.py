@@ -521,4 +521,3 @@ class Conversations:
 
     def __getitem__(self, key: Hashable) -> Mirror:
         return self._mirrors[key]
-

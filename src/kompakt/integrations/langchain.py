@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from kompakt.integrations._bridge import (
     Conversations,
@@ -43,12 +43,21 @@ from kompakt.integrations._bridge import (
     strip_overhead,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
 __all__ = [
     "STATE_KEY",
     "KompaktAgentState",
     "KompaktGraphState",
     "KompaktMiddleware",
+    "LangChainModel",
     "from_langchain",
     "merge_views",
     "pre_model_hook",
@@ -56,6 +65,11 @@ __all__ = [
 ]
 
 Mode = Literal["view", "permanent"]
+
+if TYPE_CHECKING:  # classes built on first use (see `__getattr__`)
+    KompaktMiddleware: Any
+    KompaktAgentState: Any
+    KompaktGraphState: Any
 
 _KEY = "langchain"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -535,12 +549,12 @@ def _build_classes() -> None:
     class KompaktAgentState(mw.AgentState):  # type: ignore[misc, name-defined]
         """`AgentState` with the views of kompakt middlewares (checkpointed with it)."""
 
-        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]
+        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]  # type: ignore[valid-type]
 
     class KompaktGraphState(graph.MessagesState):  # type: ignore[misc, name-defined]
         """`MessagesState` with the views of kompakt hooks, for graphs of your own."""
 
-        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]
+        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]  # type: ignore[valid-type]
 
     class KompaktMiddleware(mw.AgentMiddleware):  # type: ignore[misc, name-defined]
         """A LangChain v1 agent middleware driven by a kompakt `Compactor`.
@@ -644,7 +658,9 @@ def _build_classes() -> None:
             response = response.model_response
         if not isinstance(response, mw.ModelResponse):
             response = mw.ModelResponse(result=[response])
-        return mw.ExtendedModelResponse(model_response=response, command=types.Command(update=update))
+        return mw.ExtendedModelResponse(
+            model_response=response, command=types.Command(update=update)
+        )
 
     def _result_of(response: Any) -> list[Any]:
         if isinstance(response, mw.ExtendedModelResponse):
@@ -671,3 +687,31 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     return bool(a.id == b.id) if a.id is not None else bool(a == b)
+
+
+# -- the agent's own model as kompakt's summarizer -----------------------------------------
+
+
+class LangChainModel(BaseChatModel):
+    """A LangChain chat model as a kompakt `ChatModel`, so summaries use the agent's own
+    model: ``Compactor(strategy=Summarize(), summarizer=LangChainModel(chat_model))``.
+
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> LangChainModel(FakeListChatModel(responses=["a summary"])).chat_sync(
+    ...     [Message.user("summarize")]).text
+    'a summary'
+    """
+
+    def __init__(self, model: Any, **options: Any) -> None:
+        super().__init__(name=options.pop("name", type(model).__name__), **options)
+        self.model = model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        answer = await self.model.ainvoke(to_langchain(request.messages))
+        text = answer.content if isinstance(answer.content, str) else getattr(answer, "text", "")
+        usage = getattr(answer, "usage_metadata", None) or {}
+        if usage:
+            spent = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+        else:
+            spent = estimate_usage(request.messages, str(text))
+        return assistant_response(str(text), spent)

@@ -42,11 +42,20 @@ from kompakt.integrations._bridge import (
     strip_overhead,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
 __all__ = [
     "NOTE_KEY",
     "VIEW_KEY",
     "KompaktCapability",
+    "PydanticAIModel",
     "from_pydantic_ai",
     "history_processor",
     "stored_view",
@@ -284,7 +293,9 @@ def _note_meta(m: Message) -> dict[str, Any]:
     """A kompakt note says so in its metadata (which no model is sent)."""
     if m.synthetic is None:
         return {}
-    return {"metadata": {NOTE_KEY: {"synthetic": m.synthetic, "covers": list(m.covers), "id": m.id}}}
+    return {
+        "metadata": {NOTE_KEY: {"synthetic": m.synthetic, "covers": list(m.covers), "id": m.id}}
+    }
 
 
 def _call_dict(c: ToolCall) -> dict[str, Any]:
@@ -438,7 +449,9 @@ class _Conversation:
         return request_context
 
 
-def history_processor(compactor: Any, *, oversize: Oversize = "clamp") -> Callable[[list[Any]], Any]:
+def history_processor(
+    compactor: Any, *, oversize: Oversize = "clamp"
+) -> Callable[[list[Any]], Any]:
     """An async history processor ``(messages) -> messages`` driven by a `Compactor`,
     for Pydantic AI's ``ProcessHistory`` (which writes what it returns back into the
     run, as ``mode="permanent"`` does). One view per conversation (its
@@ -467,9 +480,7 @@ def history_processor(compactor: Any, *, oversize: Oversize = "clamp") -> Callab
 _CLASS: list[Any] = []
 
 
-def KompaktCapability(
-    compactor: Any, *, mode: Mode = "view", oversize: Oversize = "clamp"
-) -> Any:
+def KompaktCapability(compactor: Any, *, mode: Mode = "view", oversize: Oversize = "clamp") -> Any:
     """A Pydantic AI capability that compacts before every model request.
 
     Args:
@@ -537,3 +548,33 @@ def _capability_class() -> Any:
 
     _CLASS.append(_KompaktCapability)
     return _KompaktCapability
+
+
+# -- the agent's own model as kompakt's summarizer -----------------------------------------
+
+
+class PydanticAIModel(BaseChatModel):
+    """A Pydantic AI model (an instance or a name such as ``"openai:gpt-4.1-mini"``) as a
+    kompakt `ChatModel`, so summaries use the agent's own model:
+    ``Compactor(strategy=Summarize(), summarizer=PydanticAIModel(agent.model))``.
+
+    >>> from pydantic_ai.models.test import TestModel
+    >>> PydanticAIModel(TestModel(custom_output_text="a summary")).chat_sync(
+    ...     [Message.user("summarize")]).text
+    'a summary'
+    """
+
+    def __init__(self, model: Any, **options: Any) -> None:
+        label = model if isinstance(model, str) else getattr(model, "model_name", "pydantic-ai")
+        super().__init__(name=options.pop("name", str(label)), **options)
+        self.model = model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        direct = require("pydantic_ai.direct", "PydanticAIModel", "pydantic-ai")
+        response = await direct.model_request(self.model, to_pydantic_ai(request.messages))
+        text = "".join(p.content for p in response.parts if getattr(p, "part_kind", "") == "text")
+        usage = response.usage
+        spent = Usage(usage.input_tokens, usage.output_tokens)
+        if not usage.input_tokens:
+            spent = estimate_usage(request.messages, text)
+        return assistant_response(text, spent)
