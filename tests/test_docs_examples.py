@@ -87,6 +87,8 @@ def _namespace(page: Path) -> dict[str, Any]:
         strategy=kompakt.Budgeted(4_000),
         target=kompakt.TokensBelow(4_000),
     )
+    if page.name in SELF_CONTAINED:
+        return {"__name__": "__docs__"}
     extra = PAGE_NAMES[page.name](compactor) if page.name in PAGE_NAMES else {}
     return {
         "kompakt": kompakt,
@@ -114,35 +116,6 @@ def _conversation() -> list[kompakt.Message]:
     ]
 
 
-def _langchain(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("langchain")
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-    from langchain_core.messages import AIMessage
-
-    from kompakt.integrations.langchain import to_langchain
-
-    class Fake(FakeMessagesListChatModel):
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Fake:
-            return self
-
-    model = Fake(responses=[AIMessage("Fixed a.py.")])
-    return {"model": model, "state": {"messages": to_langchain(_conversation())}}
-
-
-def _pydantic_ai(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("pydantic_ai")
-    from pydantic_ai import Agent
-    from pydantic_ai.models.test import TestModel
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        return "def f(): pass"
-
-    model = TestModel()
-    result = Agent(model, tools=[read_file]).run_sync("fix the failing test")
-    return {"model": model, "result": result}
-
-
 def _openai_agents(compactor: kompakt.Compactor) -> dict[str, Any]:
     pytest.importorskip("agents")
     from agents import Agent, RunConfig, Runner, set_tracing_disabled
@@ -168,9 +141,10 @@ def _maf(compactor: kompakt.Compactor) -> dict[str, Any]:
     return {"maf_messages": to_maf(_conversation())}
 
 
+SELF_CONTAINED = {"langchain.md": "langchain", "pydantic-ai.md": "pydantic_ai"}
+"""Pages whose blocks define every name they use: they run in an empty namespace."""
+
 PAGE_NAMES = {
-    "langchain.md": _langchain,
-    "pydantic-ai.md": _pydantic_ai,
     "openai-agents.md": _openai_agents,
     "maf.md": _maf,
 }
@@ -210,6 +184,8 @@ def test_block_runs(block: Block, docs_dir: Path, request: pytest.FixtureRequest
     known = block.listed(KNOWN_FAILURES)
     if known:
         request.applymarker(pytest.mark.xfail(strict=True, reason=known))
+    if block.page.name in SELF_CONTAINED:
+        pytest.importorskip(SELF_CONTAINED[block.page.name])
     ns = _namespace(block.page)
     for earlier in _blocks(block.page):  # what the page defined before this block
         if earlier.line >= block.line:
