@@ -232,3 +232,47 @@ async def test_the_agents_own_chat_model_writes_the_summaries() -> None:
     seen = [m.content for r in model.requests for m in r]
     assert any("find the bug in a/f1..f8" in str(c) for c in seen)
     _check(model.requests)
+
+
+def _graph(hook: Any, saver: Any, seen: list[list[BaseMessage]]) -> Any:
+    from langgraph.graph import START, StateGraph
+
+    from kompakt.integrations.langchain import KompaktGraphState
+
+    class State(KompaktGraphState):
+        llm_input_messages: list[BaseMessage]
+
+    def model(state: State) -> dict[str, Any]:
+        seen.append(list(state["llm_input_messages"]))
+        return {"messages": [AIMessage(f"answer {len(seen)}")]}
+
+    graph = StateGraph(State)
+    graph.add_node("compact", hook)
+    graph.add_node("model", model)
+    graph.add_edge(START, "compact")
+    graph.add_edge("compact", "model")
+    return graph.compile(checkpointer=saver)
+
+
+def test_a_graph_hook_keeps_its_view_in_the_checkpoint() -> None:
+    from kompakt.integrations.langchain import pre_model_hook
+
+    history: list[BaseMessage] = [HumanMessage("a: read files")]
+    for step in range(1, 16):
+        call = {"name": "read_file", "args": {"path": f"a/f{step}.py"}, "id": f"a_{step}"}
+        history += [AIMessage("", tool_calls=[{**call, "type": "tool_call"}])]
+        history += [ToolMessage(read_file.invoke(call["args"]), tool_call_id=f"a_{step}")]
+    config = {"configurable": {"thread_id": "g"}}
+    saver, seen = InMemorySaver(), []
+    hook = pre_model_hook(Budgeted(BUDGET), tools=[read_file])
+    _graph(hook, saver, seen).invoke({"messages": history}, config)
+    assert hook.kompakt.events and seen[0] and _received_tokens(seen[0]) <= BUDGET
+    restarted = copy.deepcopy(saver)
+
+    _graph(hook, saver, seen).invoke({"messages": [HumanMessage("next")]}, config)
+    new_seen: list[list[BaseMessage]] = []
+    rebuilt = pre_model_hook(Budgeted(BUDGET), tools=[read_file])
+    _graph(rebuilt, restarted, new_seen).invoke({"messages": [HumanMessage("next")]}, config)
+    assert _plain(new_seen[0]) == _plain(seen[1])
+    assert not rebuilt.kompakt.events  # the view came from the checkpoint, not recompacted
+    _check([seen[1], new_seen[0]])

@@ -75,3 +75,52 @@ def test_a_changed_message_is_never_sent_as_its_stale_original() -> None:
     mirror = Mirror(Compactor(trigger=Always(), strategy=shorten), lambda m, pos: [m], render)
     out = mirror.process([Message.user("a"), Message.assistant("long " * 50), Message.user("c")])
     assert out[1] == ("converted", "short")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    conversations(max_turns=4, pending=False),
+    st.integers(300, 3_000),
+    st.lists(st.integers(1, 6), min_size=1, max_size=30),
+)
+def test_a_mirror_rebuilt_from_its_record_sends_the_same(
+    msgs: list[Message], budget: int, steps: list[int]
+) -> None:
+    """Whenever a framework calls its model (every call answered), a new mirror given the
+    same messages and the JSON record of the old one's view renders the same."""
+    import json
+
+    old, source, at = _mirror(budget), [], 0
+    for step in [*steps, len(msgs)]:
+        source = source + msgs[at : at + step]
+        at += step
+        calls = {c.id for m in source for c in m.tool_calls}
+        if calls != {m.tool_call_id for m in source if m.role == "tool"}:
+            continue  # a batch still waiting for results: frameworks do not call the model
+        try:
+            out = old.process(source)
+        except BudgetImpossible:
+            return
+        record = old.record()
+        new = _mirror(budget)
+        new.sync(source)
+        if record is not None:
+            new.restore(json.loads(json.dumps(record)))
+            assert new.rev == old.rev
+        assert [m.digest for m in new.render()] == [m.digest for m in out]
+        if at >= len(msgs):
+            break
+    assert_valid_history(out)
+
+
+def test_overhead_counts_but_is_not_sent() -> None:
+    from kompakt.integrations._bridge import Overhead, strip_overhead
+
+    mirror = _mirror(1_000)
+    schemas = Overhead("tool schemas " * 200)
+    msgs = [Message.user("a"), Message.assistant("b")]
+    out = strip_overhead(mirror.process([schemas, *msgs]))
+    assert out == msgs
+    assert mirror.view.total_tokens > 200  # the schemas were counted
+    again = strip_overhead(mirror.process([Overhead("tool schemas " * 200), *msgs]))
+    assert again == msgs and mirror.last_render_reused  # an equal overhead is not a new history
