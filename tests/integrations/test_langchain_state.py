@@ -117,7 +117,8 @@ async def test_two_conversations_at_once_on_one_middleware() -> None:
     assert [r["messages"][-1].content for r in results] == ["a done", "b done"]
     _check(model.requests)
     for request in model.requests:
-        tags = {m.content.split(":")[0] for m in request if isinstance(m, HumanMessage)}
+        users = [m for m in request if isinstance(m, HumanMessage)]
+        tags = {m.content.split(":")[0] for m in users if not from_langchain([m])[0].synthetic}
         tags |= {m.tool_call_id.split("_")[0] for m in request if isinstance(m, ToolMessage)}
         assert len(tags) == 1, tags  # never another conversation's messages
     assert len(middleware.conversations) == 2
