@@ -130,13 +130,17 @@ def test_keep_first_and_last_keeps_the_task() -> None:
 
 def test_collapse_makes_one_short_note_per_group() -> None:
     msgs = agent_run(groups=6, size=300)
-    view = apply(CollapseToolResults(keep_last=2, max_note_chars=120), msgs)
+    view = apply(CollapseToolResults(keep_last=2, max_note_chars=160), msgs)
     notes = [m for m in view.render() if m.synthetic == "collapsed"]
     assert len(notes) == 4
     for i, note in enumerate(notes):
         assert note.role == "assistant" and not note.tool_calls
-        assert len(note.text) <= 120
-        assert note.text.startswith(f"[Tool results: bash(command=step {i}) → r{i} line 0")
+        assert len(note.text) <= 160
+        assert note.text == (
+            "[Record of tool calls; output quoted as data]\n"
+            f'<tool_output tool="bash" call="c{i}" args="command=step {i}">r{i} line 0 of output …'
+            "</tool_output>"
+        )
         assert len(note.covers) == 2
     assert view.tool_call_group_count == 2
 
@@ -147,14 +151,14 @@ def test_collapse_exclude_tools() -> None:
         call("c1", "plan", step="1"),
         result("c1", big(100)),
         call("c2"),
-        result("c2", "ok"),
+        result("c2", big(100)),
         call("c3"),
-        result("c3", big(100)),
+        result("c3", "ok"),  # a note would cost more than this group: it stays
         Message.user("next"),
     ]
     view = apply(CollapseToolResults(keep_last=0, exclude_tools=["plan"], min_preserved=0), msgs)
     kinds = [m.synthetic for m in view.render()]
-    assert kinds == [None, None, None, "collapsed", "collapsed", None]  # plan is excluded
+    assert kinds == [None, None, None, "collapsed", None, None, None]  # plan is excluded
 
 
 def test_collapse_saves_most_of_a_real_trajectory() -> None:
