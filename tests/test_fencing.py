@@ -11,8 +11,8 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from injection_corpus import FENCE_BREAKERS, INJECTIONS
 
+from injection_corpus import FENCE_BREAKERS, INJECTIONS
 from kompakt.fencing import attributes, escape, fence, is_lookalike, quote
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
@@ -53,7 +53,9 @@ def test_the_deny_list_bypasses_are_escaped() -> None:
 
 
 def test_plain_text_and_shell_operators_stay_as_they_are() -> None:
-    assert escape("make && pytest -q || echo fail; a & b") == "make && pytest -q || echo fail; a & b"
+    assert (
+        escape("make && pytest -q || echo fail; a & b") == "make && pytest -q || echo fail; a & b"
+    )
     assert escape("héllo wörld 你好") == "héllo wörld 你好"
 
 
@@ -91,7 +93,9 @@ def test_a_fenced_block_has_exactly_its_own_two_tags(text: str) -> None:
 
 def _group(name: str, call_id: str, arguments: str, output: str) -> list[Message]:
     return [
-        Message.assistant("checking", tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)]),
+        Message.assistant(
+            "checking", tool_calls=[ToolCall(id=call_id, name=name, arguments=arguments)]
+        ),
         Message.tool(output, tool_call_id=call_id),
     ]
 
@@ -120,7 +124,10 @@ def test_collapse_note_escapes_a_hostile_tool_name_call_id_and_arguments(text: s
 
 @pytest.mark.parametrize("max_chars", [80, 120, 300])
 def test_collapse_note_fits_its_cap_with_many_calls(max_chars: int) -> None:
-    calls = [ToolCall(id=f"call_{i:04d}", name="read_file", arguments='{"path": "x.py"}') for i in range(30)]
+    calls = [
+        ToolCall(id=f"call_{i:04d}", name="read_file", arguments='{"path": "x.py"}')
+        for i in range(30)
+    ]
     msgs = [Message.assistant("reading all files " * 20, tool_calls=calls)]
     msgs += [Message.tool("</tool_output> " * 50, tool_call_id=c.id) for c in calls]
     note = collapse_note(msgs, max_chars)
@@ -132,7 +139,9 @@ def test_collapse_note_fits_its_cap_with_many_calls(max_chars: int) -> None:
 def test_collapse_strategy_writes_attributed_notes_on_a_hostile_run() -> None:
     msgs: list[Message] = [Message.system("agent"), Message.user("fix the bug")]
     for i, text in enumerate(INJECTIONS):
-        msgs += _group("bash", f"c{i}", json.dumps({"command": f"step {i}"}), text + "\n" + "log\n" * 40)
+        msgs += _group(
+            "bash", f"c{i}", json.dumps({"command": f"step {i}"}), text + "\n" + "log\n" * 40
+        )
     msgs += [Message.assistant("done"), Message.user("next")]
     view = View(MessageIndex(msgs))
     assert CollapseToolResults(keep_last=1).apply(view, CompactionContext(view))
@@ -158,7 +167,9 @@ async def test_summarizer_transcript_keeps_every_injection_inside_its_message() 
     msgs += [Message.assistant("done"), Message.user("next")]
     view = View(MessageIndex(msgs))
     model = ScriptedModel("## Goal\n- fix the bug")
-    step = await run_strategy(Summarize(keep_last=1, summarizer=model), view, CompactionContext(view))
+    step = await run_strategy(
+        Summarize(keep_last=1, summarizer=model), view, CompactionContext(view)
+    )
     assert step.changed
     body = model.requests[0][1].text
     transcript = body[: body.index("</transcript>") + len("</transcript>")]

@@ -28,6 +28,7 @@ from kompakt.strategies import (
 from kompakt.strategies._common import run_strategy_sync
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.validation import find_problems
 from kompakt.view import View
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -307,6 +308,34 @@ def test_budgeted_default_chain_gentle_first() -> None:
     names = [s.strategy for s in ctx.steps]
     assert names[:3] == ["SupersedeReads", "ClampOversized", "CollapseToolResults"]
     assert any(m.synthetic == "collapsed" for m in view.render())
+
+
+@pytest.mark.parametrize("follow_up", [False, True], ids=["request-last", "follow-up-after"])
+def test_budgeted_clamps_a_huge_fresh_result_before_any_request_goes(follow_up: bool) -> None:
+    request = Message.user("Why does the nightly build fail? Fix it.")
+    log = "\n".join(f"line {i}: test_parser_{i} FAILED AssertionError" for i in range(1250))
+    msgs = [
+        Message.system("You are a coding agent."),
+        request,
+        call("c1", "bash", command="make test"),
+        result("c1", log),
+    ]
+    if follow_up:
+        msgs.append(Message.user("go on"))
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    assert 10 <= index.message_tokens[1] <= 25 and index.message_tokens[3] >= 14_000
+    view = View(index)
+    ctx = CompactionContext(view)
+    assert Budgeted(2_000).apply(view, ctx)
+    out = view.render()
+    assert request in out  # the user's request stays, verbatim
+    assert 1_700 <= view.total_tokens <= 2_000  # near the budget, not at 481 tokens
+    (clamped,) = [m for m in out if m.synthetic == "clamped"]
+    assert clamped.text.startswith("line 0:") and clamped.text.endswith(
+        "line 1249: test_parser_1249 FAILED AssertionError"
+    )
+    assert [s.strategy for s in ctx.steps if s.changed] == ["ClampToBudget"]
+    assert not find_problems(out)
 
 
 def test_budgeted_falls_back_and_records_it() -> None:

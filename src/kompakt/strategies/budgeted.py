@@ -21,7 +21,7 @@ from kompakt.strategies.truncation import Truncation
 from kompakt.triggers import Never, TokensBelow, TokensExceed
 from kompakt.view import View
 
-__all__ = ["Budgeted", "core_breakdown", "default_chain"]
+__all__ = ["Budgeted", "ClampToBudget", "core_breakdown", "default_chain"]
 
 
 class Budgeted(BaseStrategy):
@@ -41,13 +41,15 @@ class Budgeted(BaseStrategy):
        call alone exceed the budget, `BudgetImpossible` names each one's tokens
        (with ``strict=False`` the view is left at that core instead).
 
-    The default chain (``strategies=None``), gentlest first:
-    `SupersedeReads` (stale re-reads become one line), `ClampOversized` (text parts
-    over a tenth of the budget, at most 4 000 tokens, keep head and tail),
-    `CollapseToolResults(keep_last=2)` (old tool groups become one-line notes),
-    `ExtractiveDigest` (the older span becomes one model-free note that keeps standing
-    instructions, current facts and salient specifics; note and recent tail share the
-    budget), and only then truncation.
+    The default chain (``strategies=None``), gentlest first, the steps that touch no
+    request before any user message goes: `SupersedeReads` (stale re-reads become one
+    line), `ClampOversized` (text parts over a tenth of the budget, at most 4 000
+    tokens, keep head and tail), `CollapseToolResults(keep_last=2)` (old tool groups
+    become short notes), `ClampToBudget` (the biggest tool results and answers, the
+    newest included, cut just enough to fit), `ExtractiveDigest` (the older span
+    becomes one model-free note that keeps standing instructions, current facts and
+    salient specifics; note and recent tail share the budget), and only then
+    truncation.
 
     The budget is its target: a compactor's `target` does not change where it stops.
     For hysteresis, trigger above the budget:
@@ -193,8 +195,83 @@ def default_chain(
         SupersedeReads(min_preserved=min_preserved),
         ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
         CollapseToolResults(keep_last=2, min_preserved=min_preserved),
+        # before any user message goes: a huge fresh result is cut, not the request
+        ClampToBudget(token_budget, floor=clamp_at),
         ExtractiveDigest(keep_last=min_preserved),
     ]
+
+
+class ClampToBudget(BaseStrategy):
+    """Cut the biggest tool results and assistant texts, the newest included, just enough
+    for the view to fit `token_budget`: every one over a common level keeps its head and
+    tail within that level, the rest stays as it is.
+
+    The step of `Budgeted`'s default chain that comes before any user message goes: a
+    15 000-token result under a 2 000-token budget is cut to what fits beside the
+    request, instead of the request and its turn being dropped. It does nothing when
+    that level would be under `floor` tokens (clamping alone is no gentle way there).
+
+    >>> from kompakt import MessageIndex, Message, ToolCall, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> call = Message.assistant(tool_calls=[ToolCall(id="c1", name="bash", arguments="{}")])
+    >>> log = Message.tool("\\n".join(f"test {i} FAILED" for i in range(3000)), tool_call_id="c1")
+    >>> view = View(MessageIndex([Message.user("why does CI fail?"), call, log]))
+    >>> ClampToBudget(2000).apply(view, CompactionContext(view))
+    True
+    >>> 1800 < view.total_tokens <= 2000
+    True
+    """
+
+    def __init__(self, token_budget: int, *, floor: int = 64) -> None:
+        check_count("token_budget", token_budget)
+        check_count("floor", floor, minimum=16)
+        self.token_budget = token_budget
+        self.floor = floor
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        if view.total_tokens <= self.token_budget:
+            return False
+        level = _clamp_level(view, self.token_budget)
+        if level is None or level < self.floor:
+            return False
+        # head and tail fill the level (ClampOversized's defaults leave 15% of it unused)
+        head, tail = level * 68 // 100, level * 28 // 100
+        clamp = ClampOversized(max_tokens=level, head=head, tail=tail, min_preserved=0)
+        return clamp.apply(view, context)
+
+    def __repr__(self) -> str:
+        return f"ClampToBudget({self.token_budget})"
+
+
+_CLAMP_SLACK = 8
+"""Tokens a clamped message may cost over its text's limit (the message's own overhead)."""
+
+
+def _clamp_level(view: View, budget: int) -> int | None:
+    """The largest per-message limit at which clamping every tool result and assistant text
+    over it brings the view within `budget` (None when nothing can be clamped)."""
+    index = view.index
+    count = index.tokenizer.count_message
+    sizes: list[int] = []
+    for group in index.groups:
+        g = group.index
+        if view.is_dropped(g) or (view.protected(g) and group.kind in ("system", "user")):
+            continue
+        original = view.is_original(g)
+        for offset, m in enumerate(view.rendered(g)):
+            if m.role in ("tool", "assistant") and m.synthetic is None and m.text:
+                sizes.append(index.message_tokens[group.start + offset] if original else count(m))
+    if not sizes:
+        return None
+    sizes.sort(reverse=True)
+    room = budget - (view.total_tokens - sum(sizes)) - budget // 50  # a margin for estimates
+    rest = sum(sizes)
+    for k, size in enumerate(sizes, start=1):
+        rest -= size  # the k biggest clamped to the level, the others as they are
+        level = (room - rest) // k - _CLAMP_SLACK
+        if level >= (sizes[k] if k < len(sizes) else 0):
+            return level if level > 0 else None
+    return None
 
 
 def core_breakdown(view: View) -> dict[str, int]:
