@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from kompakt.errors import BudgetImpossible, ConfigError
+from kompakt.messages import Message
 from kompakt.strategies._common import COMPOSITE, check_count, rendered_tokens, run_strategy_sync
 from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
@@ -196,20 +197,22 @@ def default_chain(
         ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
         CollapseToolResults(keep_last=2, min_preserved=min_preserved),
         # before any user message goes: a huge fresh result is cut, not the request
-        ClampToBudget(token_budget, floor=clamp_at),
+        ClampToBudget(token_budget, floor=clamp_at, newest=min_preserved),
         ExtractiveDigest(keep_last=min_preserved),
     ]
 
 
 class ClampToBudget(BaseStrategy):
-    """Cut the biggest tool results and assistant texts, the newest included, just enough
+    """Cut the biggest tool results and assistant texts of the newest groups just enough
     for the view to fit `token_budget`: every one over a common level keeps its head and
     tail within that level, the rest stays as it is.
 
-    The step of `Budgeted`'s default chain that comes before any user message goes: a
-    15 000-token result under a 2 000-token budget is cut to what fits beside the
-    request, instead of the request and its turn being dropped. It does nothing when
-    that level would be under `floor` tokens (clamping alone is no gentle way there).
+    The step of `Budgeted`'s default chain that comes before any user message goes: the
+    gentler steps before it leave the newest `newest` groups alone, so a 15 000-token
+    fresh result under a 2 000-token budget is cut to what fits beside the request,
+    instead of the request and its turn being dropped. It does nothing when that level
+    would be under `floor` tokens (clamping alone is no gentle way there). It looks at
+    the newest groups only, so it costs the same at any length of history.
 
     >>> from kompakt import MessageIndex, Message, ToolCall, View
     >>> from kompakt.strategies import CompactionContext
@@ -222,22 +225,47 @@ class ClampToBudget(BaseStrategy):
     True
     """
 
-    def __init__(self, token_budget: int, *, floor: int = 64) -> None:
+    def __init__(
+        self, token_budget: int, *, floor: int = 64, newest: int = DEFAULT_MIN_PRESERVED
+    ) -> None:
         check_count("token_budget", token_budget)
         check_count("floor", floor, minimum=16)
+        check_count("newest", newest)
         self.token_budget = token_budget
         self.floor = floor
+        self.newest = newest
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         if view.total_tokens <= self.token_budget:
             return False
-        level = _clamp_level(view, self.token_budget)
+        index = view.index
+        first = max(0, index.group_count - max(1, self.newest))
+        groups = [g for g in range(first, index.group_count) if _clampable(view, g)]
+        count = index.tokenizer.count_message
+        sizes = [count(m) for g in groups for m in view.rendered(g) if _big_text(m)]
+        level = _water_level(sizes, self.token_budget, view.total_tokens)
         if level is None or level < self.floor:
             return False
         # head and tail fill the level (ClampOversized's defaults leave 15% of it unused)
-        head, tail = level * 68 // 100, level * 28 // 100
-        clamp = ClampOversized(max_tokens=level, head=head, tail=tail, min_preserved=0)
-        return clamp.apply(view, context)
+        clamp = ClampOversized(
+            max_tokens=level, head=level * 68 // 100, tail=level * 28 // 100, min_preserved=0
+        )
+        changed = 0
+        for g in groups:
+            pending = bool(index.groups[g].open_calls)
+            current = tuple(view.rendered(g))
+            new = tuple(
+                clamp.clamp_message(m, index.tokenizer)
+                if _big_text(m) and not (pending and m.role != "tool")
+                else m
+                for m in current
+            )
+            if any(a is not b for a, b in zip(new, current, strict=True)):
+                view.replace(g, new)
+                changed += 1
+        if changed:
+            context.note(groups_replaced=changed)
+        return changed > 0
 
     def __repr__(self) -> str:
         return f"ClampToBudget({self.token_budget})"
@@ -247,24 +275,22 @@ _CLAMP_SLACK = 8
 """Tokens a clamped message may cost over its text's limit (the message's own overhead)."""
 
 
-def _clamp_level(view: View, budget: int) -> int | None:
-    """The largest per-message limit at which clamping every tool result and assistant text
-    over it brings the view within `budget` (None when nothing can be clamped)."""
-    index = view.index
-    count = index.tokenizer.count_message
-    sizes: list[int] = []
-    for group in index.groups:
-        g = group.index
-        if view.is_dropped(g) or (view.protected(g) and group.kind in ("system", "user")):
-            continue
-        original = view.is_original(g)
-        for offset, m in enumerate(view.rendered(g)):
-            if m.role in ("tool", "assistant") and m.synthetic is None and m.text:
-                sizes.append(index.message_tokens[group.start + offset] if original else count(m))
+def _clampable(view: View, g: int) -> bool:
+    group = view.index.groups[g]
+    return not (view.is_dropped(g) or group.kind in ("system", "user", "summary") or group.pinned)
+
+
+def _big_text(m: Message) -> bool:
+    return m.role in ("tool", "assistant") and m.synthetic is None and bool(m.text)
+
+
+def _water_level(sizes: list[int], budget: int, total: int) -> int | None:
+    """The largest per-message limit at which clamping every one of `sizes` over it
+    brings `total` within `budget` (None when no limit does)."""
     if not sizes:
         return None
-    sizes.sort(reverse=True)
-    room = budget - (view.total_tokens - sum(sizes)) - budget // 50  # a margin for estimates
+    sizes = sorted(sizes, reverse=True)
+    room = budget - (total - sum(sizes)) - budget // 50  # a margin for estimates
     rest = sum(sizes)
     for k, size in enumerate(sizes, start=1):
         rest -= size  # the k biggest clamped to the level, the others as they are
