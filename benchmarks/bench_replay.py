@@ -18,6 +18,7 @@ import argparse
 import itertools
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from kompakt.eval.compactors import DEFAULT_TARGET, make_compactor
@@ -30,25 +31,33 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "mini-swe-agent"
 BUDGET = 20_000
 
 
+def _steps(run: list[Message], copy: int) -> list[Message]:
+    """The run's assistant steps and tool results, ids and call ids unique to `copy`, a
+    call never answered in the run left out (the long run stays valid)."""
+    answered = {m.tool_call_id for m in run if m.role == "tool"}
+    out: list[Message] = []
+    for m in run:
+        if m.role in ("system", "user"):
+            continue  # one task: no new request, no second system prompt
+        calls = tuple(replace(c, id=f"{c.id}-{copy}") for c in m.tool_calls if c.id in answered)
+        call_id = f"{m.tool_call_id}-{copy}" if m.tool_call_id else None
+        out.append(m.evolve(id=f"{m.id}-{copy}", tool_calls=calls, tool_call_id=call_id))
+    return out
+
+
 def long_run(size: int) -> list[Message]:
     """One task of `size` messages: the transcripts' steps, repeated."""
     runs = [list(load(p)) for p in sorted(DATA.glob("*.traj.json"))]
-    head = [m for m in runs[0][:2] if m.role in ("system", "user")]
-    out = list(head)
+    out = [m for m in runs[0][:2] if m.role in ("system", "user")]
     copy = 0
     while len(out) < size:
         copy += 1
         for run in runs:
-            for m in run:
-                if m.role in ("system", "user"):
-                    continue  # one task: no new request, no second system prompt
-                out.append(m.evolve(id=f"{m.id}-{copy}"))
-                if len(out) == size:
-                    break
-            if len(out) == size:
-                break
-    # end on an assistant answer so the last model call is a complete step
-    return out if out[-1].role != "tool" else out[:-1]
+            out.extend(_steps(run, copy))
+    out = out[:size]
+    while out[-1].role == "tool" or out[-1].tool_calls:  # end on a complete step
+        out.pop()
+    return out
 
 
 def once(messages: list[Message]) -> tuple[float, int]:

@@ -379,17 +379,22 @@ def tally_artifacts(
     *,
     examples: int = 5,
 ) -> list[ArtifactTally]:
-    """Count, per kind, which artifacts appear in `visible`, and which `recover` gets back."""
-    out: list[ArtifactTally] = []
-    for kind in ARTIFACT_KINDS:
-        mine = [a for a in artifacts if a.kind == kind]
-        seen = [a for a in mine if a.key in visible]
-        lost = [a for a in mine if a.key not in visible]
-        back = [a for a in lost if recover(a)]
-        out.append(
-            ArtifactTally(kind, len(mine), len(seen), len(back), [a.text for a in lost[:examples]])
-        )
-    return out
+    """Count, per kind, which artifacts appear in `visible`, and which `recover` gets back.
+
+    One pass over the artifacts; `recover` is asked about the lost ones only.
+    """
+    tallies = {kind: ArtifactTally(kind, 0, 0, 0) for kind in ARTIFACT_KINDS}
+    for a in artifacts:
+        t = tallies[a.kind]
+        t.total += 1
+        if a.key in visible:
+            t.visible += 1
+            continue
+        if recover(a):
+            t.recoverable += 1
+        if len(t.lost) < examples:
+            t.lost.append(a.text)
+    return list(tallies.values())
 
 
 def store_recall(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
@@ -410,8 +415,18 @@ def store_recall(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
 
 
 def _in_originals(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
-    original = visible_text(messages)
-    return lambda a: a.key in original
+    """Whether an artifact is in the originals: looked up in the message it was first
+    seen in (the whole run is joined and searched only for one that is not there)."""
+    joined: list[str] = []
+
+    def recover(a: Artifact) -> bool:
+        if 0 <= a.position < len(messages) and a.key in visible_text([messages[a.position]]):
+            return True
+        if not joined:
+            joined.append(visible_text(messages))
+        return a.key in joined[0]
+
+    return recover
 
 
 def replay(
