@@ -1,6 +1,7 @@
 """`ServeConfig`: everything `kompakt serve` is told, with safe defaults.
 
->>> config = ServeConfig(openai_upstream="http://127.0.0.1:8080/v1", budget=8_000)
+>>> config = ServeConfig(openai_upstream="http://127.0.0.1:8080/v1",
+...                      anthropic_upstream="https://api.anthropic.com", budget=8_000)
 >>> config.host, config.port, config.api_for("/v1/messages")
 ('127.0.0.1', 8787, 'anthropic')
 """
