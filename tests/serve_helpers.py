@@ -69,8 +69,12 @@ class FakeUpstream:
         return seen
 
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model",
-                                                         "created": 0, "owned_by": "test"}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": "fake", "object": "model", "created": 0, "owned_by": "test"}],
+            }
+        )
 
     async def chat(self, request: Request) -> Response:
         body = json.loads(await request.body())
@@ -78,49 +82,95 @@ class FakeUpstream:
         if body.get("model") == "fail":
             return JSONResponse({"error": {"message": "slow down", "type": "rate_limit"}}, 429)
         if seen.problems:
-            return JSONResponse({"error": {"message": "; ".join(seen.problems),
-                                           "type": "invalid_request_error"}}, 400)
+            return JSONResponse(
+                {"error": {"message": "; ".join(seen.problems), "type": "invalid_request_error"}},
+                400,
+            )
         if self.overflow_at is not None and seen.tokens > self.overflow_at:
-            return JSONResponse({"error": {
-                "message": f"This model's maximum context length is {self.overflow_at} tokens. "
-                f"However, your messages resulted in {seen.tokens} tokens. Please reduce "
-                "the length of the messages.",
-                "type": "invalid_request_error", "param": "messages",
-                "code": "context_length_exceeded"}}, 400)
-        usage = {"prompt_tokens": seen.tokens + self.usage_extra, "completion_tokens": 3,
-                 "total_tokens": seen.tokens + self.usage_extra + 3}
+            return JSONResponse(
+                {
+                    "error": {
+                        "message": "This model's maximum context length is "
+                        f"{self.overflow_at} tokens. "
+                        f"However, your messages resulted in {seen.tokens} tokens. Please reduce "
+                        "the length of the messages.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                },
+                400,
+            )
+        usage = {
+            "prompt_tokens": seen.tokens + self.usage_extra,
+            "completion_tokens": 3,
+            "total_tokens": seen.tokens + self.usage_extra + 3,
+        }
         if body.get("stream"):
             return StreamingResponse(_openai_stream(body, usage), media_type="text/event-stream")
-        return JSONResponse({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0,
-            "model": body.get("model", "fake"), "usage": usage,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": "ok"}}]})
+        return JSONResponse(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "fake"),
+                "usage": usage,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "ok"},
+                    }
+                ],
+            }
+        )
 
     async def messages(self, request: Request) -> Response:
         body = json.loads(await request.body())
         seen = self._check(request, body, "anthropic")
         if seen.problems:
-            return JSONResponse({"type": "error", "error": {
-                "type": "invalid_request_error", "message": "; ".join(seen.problems)}}, 400)
+            return JSONResponse(
+                {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "; ".join(seen.problems)},
+                },
+                400,
+            )
         if self.overflow_at is not None and seen.tokens > self.overflow_at:
-            return JSONResponse({"type": "error", "error": {
-                "type": "invalid_request_error",
-                "message": f"prompt is too long: {seen.tokens} tokens > {self.overflow_at} maximum",
-            }}, 400)
+            return JSONResponse(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": f"prompt is too long: {seen.tokens} tokens > "
+                        f"{self.overflow_at} maximum",
+                    },
+                },
+                400,
+            )
         usage = {"input_tokens": seen.tokens + self.usage_extra, "output_tokens": 2}
-        message = {"id": "msg_1", "type": "message", "role": "assistant",
-                   "model": body.get("model", "fake"), "stop_reason": "end_turn",
-                   "stop_sequence": None, "usage": usage,
-                   "content": [{"type": "text", "text": "ok"}]}
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "fake"),
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+            "content": [{"type": "text", "text": "ok"}],
+        }
         if body.get("stream"):
             return StreamingResponse(_anthropic_stream(message), media_type="text/event-stream")
         return JSONResponse(message)
 
 
 async def _openai_stream(body: dict[str, Any], usage: dict[str, int]) -> AsyncIterator[bytes]:
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
-            "model": body.get("model", "fake")}
+    base = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": body.get("model", "fake"),
+    }
     for i, piece in enumerate(["o", "k", ""]):
         delta: dict[str, Any] = {"content": piece} if piece else {}
         if i == 0:
@@ -137,13 +187,31 @@ async def _anthropic_stream(message: dict[str, Any]) -> AsyncIterator[bytes]:
     start = {**message, "content": [], "stop_reason": None}
     events = [
         ("message_start", {"type": "message_start", "message": start}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": "ok"}}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "ok"},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                           "stop_sequence": None}, "usage": {"output_tokens": 2}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 2},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     for name, data in events:
@@ -161,8 +229,7 @@ def free_port() -> int:
 def serving(app: Any) -> Iterator[str]:
     """`app` served by uvicorn on a free loopback port, in a thread; yields its base URL."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            lifespan="on")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -178,25 +245,48 @@ def serving(app: Any) -> Iterator[str]:
         thread.join(20)
 
 
-TOOLS = [{"type": "function", "function": {
-    "name": "run", "description": "run a shell command",
-    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}},
-                   "required": ["cmd"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run",
+            "description": "run a shell command",
+            "parameters": {
+                "type": "object",
+                "properties": {"cmd": {"type": "string"}},
+                "required": ["cmd"],
+            },
+        },
+    }
+]
 
 
-def tool_turns(turns: int, *, seed: str = "", result_chars: int = 600) -> Iterator[list[dict[str, Any]]]:
+def tool_turns(
+    turns: int, *, seed: str = "", result_chars: int = 600
+) -> Iterator[list[dict[str, Any]]]:
     """OpenAI messages of a tool-using run, one list per step the model answers: each turn
     is a user request, one call (every third turn two parallel calls) with results, then
     a text answer. Yields what each model request adds to the conversation."""
     for t in range(turns):
         user = {"role": "user", "content": f"{seed}step {t}: check file_{t}.py"}
         n = 2 if t % 3 == 0 else 1
-        calls = [{"id": f"{seed}c{t}_{k}", "type": "function",
-                  "function": {"name": "run", "arguments": json.dumps({"cmd": f"cat f{t}_{k}"})}}
-                 for k in range(n)]
+        calls = [
+            {
+                "id": f"{seed}c{t}_{k}",
+                "type": "function",
+                "function": {"name": "run", "arguments": json.dumps({"cmd": f"cat f{t}_{k}"})},
+            }
+            for k in range(n)
+        ]
         call = {"role": "assistant", "content": None, "tool_calls": calls}
-        results = [{"role": "tool", "tool_call_id": c["id"],
-                    "content": f"output of {c['id']}: " + "x" * result_chars} for c in calls]
+        results = [
+            {
+                "role": "tool",
+                "tool_call_id": c["id"],
+                "content": f"output of {c['id']}: " + "x" * result_chars,
+            }
+            for c in calls
+        ]
         yield [user]
         yield [call, *results]
         yield [{"role": "assistant", "content": f"file_{t}.py is fine"}]

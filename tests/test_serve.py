@@ -101,7 +101,9 @@ def test_openai_streaming_passes_through_and_its_usage_calibrates(
             if history[-1]["role"] == "assistant":
                 continue
             stream = client.chat.completions.create(
-                model="fake", messages=history, stream=True,  # type: ignore[arg-type]
+                model="fake",
+                messages=history,
+                stream=True,  # type: ignore[arg-type]
                 stream_options={"include_usage": True},
             )
             chunks = list(stream)
@@ -125,22 +127,31 @@ def test_anthropic_client_streaming_and_not_with_parallel_tool_calls(
         client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
         for t in range(40):
             history.append({"role": "user", "content": f"turn {t}: look at both files"})
-            calls = [{"type": "tool_use", "id": f"t{t}_{k}", "name": "run",
-                      "input": {"cmd": f"cat f{t}_{k}"}} for k in range(2)]
-            results = [{"type": "tool_result", "tool_use_id": c["id"],
-                        "content": "y" * 500} for c in calls]
+            calls = [
+                {
+                    "type": "tool_use",
+                    "id": f"t{t}_{k}",
+                    "name": "run",
+                    "input": {"cmd": f"cat f{t}_{k}"},
+                }
+                for k in range(2)
+            ]
+            results = [
+                {"type": "tool_result", "tool_use_id": c["id"], "content": "y" * 500} for c in calls
+            ]
             if t % 2:
-                with client.messages.stream(model="fake", max_tokens=50, system="be brief",
-                                            messages=history) as stream:  # type: ignore[arg-type]
+                with client.messages.stream(
+                    model="fake", max_tokens=50, system="be brief", messages=history
+                ) as stream:  # type: ignore[arg-type]
                     assert stream.get_final_text() == "ok"
             else:
-                reply = client.messages.create(model="fake", max_tokens=50, system="be brief",
-                                               messages=history)  # type: ignore[arg-type]
+                reply = client.messages.create(
+                    model="fake", max_tokens=50, system="be brief", messages=history
+                )  # type: ignore[arg-type]
                 assert reply.content[0].text == "ok"  # type: ignore[union-attr]
             history.append({"role": "assistant", "content": calls})
             history.append({"role": "user", "content": results})
-            client.messages.create(model="fake", max_tokens=50, system="be brief",
-                                   messages=history)  # type: ignore[arg-type]
+            client.messages.create(model="fake", max_tokens=50, system="be brief", messages=history)  # type: ignore[arg-type]
             history.append({"role": "assistant", "content": [{"type": "text", "text": "done"}]})
     assert len(upstream.seen) == 80
     assert all(not s.problems for s in upstream.seen)
@@ -148,15 +159,23 @@ def test_anthropic_client_streaming_and_not_with_parallel_tool_calls(
     assert max(s.tokens for s in upstream.seen) <= 3_000
     for s in upstream.seen:  # parallel calls stay together, each with its result
         for i, m in enumerate(s.body["messages"]):
-            uses = [b["id"] for b in m["content"] if isinstance(m["content"], list)
-                    and b.get("type") == "tool_use"] if m["role"] == "assistant" else []
+            uses = (
+                [
+                    b["id"]
+                    for b in m["content"]
+                    if isinstance(m["content"], list) and b.get("type") == "tool_use"
+                ]
+                if m["role"] == "assistant"
+                else []
+            )
             if uses:
                 nxt = s.body["messages"][i + 1]["content"]
                 assert [b["tool_use_id"] for b in nxt if b.get("type") == "tool_result"] == uses
     conv = next(iter(proxy.sessions.conversations.values()))
     assert conv.api == "anthropic" and conv.stats.compactions >= 1
-    assert len(from_anthropic(upstream.seen[-1].body)) < len(from_anthropic(
-        {"system": "be brief", "messages": history[:-1]}))
+    assert len(from_anthropic(upstream.seen[-1].body)) < len(
+        from_anthropic({"system": "be brief", "messages": history[:-1]})
+    )
 
 
 def test_an_upstream_overflow_is_compacted_harder_and_retried_once(
@@ -198,8 +217,11 @@ def test_a_forked_history_starts_a_branch_and_never_mixes(
             main += [{"role": "user", "content": f"question {t}"}]
             client.chat.completions.create(model="fake", messages=main)  # type: ignore[arg-type]
             main += [{"role": "assistant", "content": f"answer {t}"}]
-        fork = main[:3] + [{"role": "assistant", "content": "a different answer"},
-                           {"role": "user", "content": "go on from here"}]
+        fork = [
+            *main[:3],
+            {"role": "assistant", "content": "a different answer"},
+            {"role": "user", "content": "go on from here"},
+        ]
         client.chat.completions.create(model="fake", messages=fork)  # type: ignore[arg-type]
         main += [{"role": "user", "content": "question 4"}]
         client.chat.completions.create(model="fake", messages=main)  # type: ignore[arg-type]
@@ -236,14 +258,18 @@ def test_errors_pass_through_and_bad_requests_get_the_provider_shape(
     with serving(app) as url:
         client = _openai(url)
         with pytest.raises(openai.RateLimitError) as limited:
-            client.chat.completions.create(model="fail", messages=[{"role": "user", "content": "x"}])
+            client.chat.completions.create(
+                model="fail", messages=[{"role": "user", "content": "x"}]
+            )
         assert limited.value.body == {"message": "slow down", "type": "rate_limit"}
         with pytest.raises(openai.BadRequestError, match="tool_call_id"):
             client.chat.completions.create(
-                model="fake", messages=[{"role": "tool", "content": "x"}]  # type: ignore[list-item]
+                model="fake",
+                messages=[{"role": "tool", "content": "x"}],  # type: ignore[list-item]
             )
-        r = httpx.post(f"{url}/v1/messages", content=b"{not json",
-                       headers={"anthropic-version": "2023-06-01"})
+        r = httpx.post(
+            f"{url}/v1/messages", content=b"{not json", headers={"anthropic-version": "2023-06-01"}
+        )
         assert r.status_code == 400
         assert r.json()["type"] == "error" and "not valid JSON" in r.json()["error"]["message"]
         r = httpx.post(f"{url}/v1/chat/completions", json={"model": "fake"})
@@ -258,8 +284,10 @@ def test_a_request_over_the_size_limit_is_refused_clearly(
     _, fake_url = fake
     app, _ = _proxy(fake_url, tmp_path, max_body_bytes=1_000)
     with serving(app) as url:
-        r = httpx.post(f"{url}/v1/chat/completions",
-                       json={"model": "f", "messages": [{"role": "user", "content": "x" * 2000}]})
+        r = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={"model": "f", "messages": [{"role": "user", "content": "x" * 2000}]},
+        )
     assert r.status_code == 413 and "--max-body-bytes" in r.json()["error"]["message"]
 
 
@@ -271,8 +299,12 @@ def test_a_crash_in_compaction_forwards_the_request_as_is(
     def broken(view: Any, ctx: Any) -> bool:
         raise RuntimeError("strategy bug")
 
-    app, _ = _proxy(fake_url, tmp_path, budget=None,
-                    compactor=lambda: Compactor(trigger=lambda m: True, strategy=broken))
+    app, _ = _proxy(
+        fake_url,
+        tmp_path,
+        budget=None,
+        compactor=lambda: Compactor(trigger=lambda m: True, strategy=broken),
+    )
     msgs = [{"role": "user", "content": "hello"}]
     with caplog.at_level(logging.WARNING, logger="kompakt.serve"), serving(app) as url:
         reply = _openai(url).chat.completions.create(model="fake", messages=msgs)  # type: ignore[arg-type]
@@ -294,8 +326,9 @@ def test_the_api_key_is_forwarded_but_never_stored_or_logged(
             history += step
             if history[-1]["role"] != "assistant":
                 client.chat.completions.create(model="fake", messages=history)  # type: ignore[arg-type]
-        aclient.messages.create(model="fake", max_tokens=5,
-                                messages=[{"role": "user", "content": "hi"}])
+        aclient.messages.create(
+            model="fake", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+        )
         page = httpx.get(f"{url}/kompakt/").text
     assert upstream.seen[0].headers["authorization"] == f"Bearer {KEY}"
     last = upstream.seen[-1].headers  # the anthropic client's credential, in its header

@@ -242,7 +242,7 @@ class Proxy:
             note=note,
         )
         sent_items = rendered.items if rendered is not None else source
-        return _content(api, body, raw, rendered), turn, sent_items
+        return _content(api, body, raw, rendered, conv), turn, sent_items
 
     async def _recover(
         self,
@@ -279,7 +279,7 @@ class Proxy:
                 turn.note = f"upstream overflow; compacting to {goal:,} failed ({type(e).__name__})"
                 return as_is, sent_items
             await self._store_record(conv, rendered)
-        content = _content(api, body, raw, rendered)
+            content = _content(api, body, raw, rendered, conv)
         turn.added_ms += (time.perf_counter() - started) * 1000
         turn.tokens_sent = rendered.tokens_sent
         turn.compaction = rendered.event.summary() if rendered.event else turn.compaction
@@ -328,7 +328,7 @@ class Proxy:
         if not pending:
             return
         if conv.stored == 0:
-            meta = {"api": conv.api, "model": conv.model, "source": "kompakt serve"}
+            meta: dict[str, Any] = {"api": conv.api, "model": conv.model, "source": "kompakt serve"}
             if conv.parent is not None:
                 meta.update(parent=conv.parent, fork_at=conv.fork_at)
             await asyncio.to_thread(self.store.create_session, conv.id, metadata=meta)
@@ -353,7 +353,9 @@ class Proxy:
             return denied
         conv = self.sessions.get(request.path_params["cid"])
         if conv is None:
-            return HTMLResponse("<!doctype html><title>not found</title><p>no such conversation", 404)
+            return HTMLResponse(
+                "<!doctype html><title>not found</title><p>no such conversation", 404
+            )
         return HTMLResponse(conversation_page(self, conv))
 
     async def close(self) -> None:
@@ -381,19 +383,29 @@ def _parse(raw: bytes, api: Api) -> tuple[dict[str, Any] | None, str]:
     return body, ""
 
 
-def _content(api: Api, body: dict[str, Any], raw: bytes, rendered: Rendered | None) -> bytes:
-    """The body to send: the client's own bytes when nothing changed."""
+def _content(
+    api: Api, body: dict[str, Any], raw: bytes, rendered: Rendered | None, conv: Conversation
+) -> bytes:
+    """The body to send: the client's own bytes when nothing changed; else the body with
+    the compacted messages, their JSON spliced in (made once per message, see
+    `Conversation.messages_json`)."""
     if rendered is None or rendered.unchanged:
         return raw
     system, messages = split_source(api, rendered.items)
     out = dict(body)
-    out["messages"] = messages
+    out["messages"] = _SLOT
     if api == "anthropic":
         if system is None:
             out.pop("system", None)
         else:
             out["system"] = system
-    return json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    text = json.dumps(out, ensure_ascii=False).replace(
+        f'"{_SLOT}"', conv.messages_json(messages), 1
+    )
+    return text.encode("utf-8", "surrogatepass")
+
+
+_SLOT = "__kompakt_messages_slot__"
 
 
 def _goal(overflow: Any, sent: int) -> int:

@@ -105,9 +105,7 @@ class Chains:
             self._tips.setdefault(tip, set()).add(conversation)
             self._tip_of[conversation] = tip
 
-    def find(
-        self, messages: Sequence[Any], stored: Mapping[str, Sequence[Any]]
-    ) -> Match | None:
+    def find(self, messages: Sequence[Any], stored: Mapping[str, Sequence[Any]]) -> Match | None:
         """The longest stored history `messages` shares a prefix with (`stored` maps a
         conversation to its messages), or None when they share nothing."""
         n = len(messages)

@@ -15,6 +15,7 @@ and never compacted away.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections import deque
@@ -174,6 +175,7 @@ class Conversation:
         self.timeline: deque[Turn] = deque(maxlen=max_timeline)
         self.events: list[CompactionEvent] = self.mirror.events
         self._sent: list[Any] | None = None
+        self._wire: tuple[list[Any], str] | None = None
 
     @property
     def items(self) -> list[Any]:
@@ -194,7 +196,13 @@ class Conversation:
         return list(self.mirror.index.messages[self.stored :])
 
     def calibrate(self, reported: int, estimate: int) -> None:
-        """Move the trigger, target and budget by what the provider counted."""
+        """Move the trigger, target and budget by what the provider counted.
+
+        A report under half the estimate is not taken: no tokenizer is that far off, so
+        it is a server that does not count (some local ones report 0 or 1).
+        """
+        if reported * 2 < estimate:
+            return
         self.offset = reported - estimate
         c, t = self.mirror.compactor, self.template
         c.trigger = Shifted(t.trigger, self.offset)
@@ -231,6 +239,20 @@ class Conversation:
             tokens_full=self.mirror.index.total_tokens,
             event=event,
         )
+
+    def messages_json(self, messages: list[Any]) -> str:
+        """The JSON array of `messages`, as ``json.dumps`` writes it; the text made last
+        time is reused for the prefix it covers (between compactions, all but the new)."""
+        text = ""
+        start = 0
+        if self._wire is not None:
+            prev, prev_text = self._wire
+            if len(prev) <= len(messages) and messages[: len(prev)] == prev:  # identity first
+                text, start = prev_text, len(prev)
+        new = ", ".join(json.dumps(m, ensure_ascii=False) for m in messages[start:])
+        text = f"{text}, {new}" if text and new else text or new
+        self._wire = (messages, text)
+        return f"[{text}]"
 
     def record(self, turn: Turn, sent: list[Any]) -> None:
         """Count a request (its `sent` items decide whether the prefix was stable)."""

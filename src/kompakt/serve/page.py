@@ -75,7 +75,7 @@ def index_page(proxy: Proxy) -> str:
     rows = []
     for c in convs:
         s = c.stats
-        parent = f' <span class=muted>branch of {_e(c.parent)}</span>' if c.parent else ""
+        parent = f" <span class=muted>branch of {_e(c.parent)}</span>" if c.parent else ""
         rows.append(
             f'<tr><td class=l><a href="/kompakt/{_e(c.id)}">{_e(c.id)}</a>{parent}</td>'
             f"<td class=l>{_e(c.api)}</td><td class=l>{_e(c.model)}</td>"
@@ -141,7 +141,8 @@ def conversation_page(proxy: Proxy, conv: Conversation) -> str:
         f'<p><a href="/kompakt/">← all conversations</a></p><h1>{_e(conv.id)}</h1>{parent}'
         f"<p>{_e(conv.api)} · {_e(conv.model)} · {s.requests:,} requests · "
         f"{s.compactions:,} compactions · prefix unchanged on {s.stable_share:.0%} · "
-        f"tokens sent {s.tokens_sent:,} of {s.tokens_full:,} ({_saved(s.tokens_sent, s.tokens_full)}"
+        f"tokens sent {s.tokens_sent:,} of {s.tokens_full:,} "
+        f"({_saved(s.tokens_sent, s.tokens_full)}"
         f" saved) · calibration offset {conv.offset:+,}</p>"
         f"<h2>Timeline</h2>{timeline}<h2>What is sent now</h2>{view}"
     )

@@ -8,7 +8,6 @@ starts a new branch with the parent recorded: two branches never mix.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -54,8 +53,10 @@ class Sessions:
         ``conversation.lock.release()``."""
         for _ in range(_ATTEMPTS):
             conv = self._find(api, source, name)
+            seen = len(conv.items)  # `_find` checked these against `source`
             await conv.lock.acquire()
-            if self._extends(conv, source):  # still true now that the lock is held
+            # items only ever grow: the same length means the same items
+            if len(conv.items) == seen or self._extends(conv, source):
                 break
             conv.lock.release()
         else:  # raced every time: a branch of its own is always right
