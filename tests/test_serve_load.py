@@ -19,15 +19,16 @@ CONVERSATIONS = 50
 REQUESTS = 40
 
 
-async def _conversation(client: httpx.AsyncClient, n: int) -> tuple[int, list[Any]]:
+async def _conversation(client: httpx.AsyncClient, n: int) -> tuple[list[str], list[Any]]:
     history: list[dict[str, Any]] = [{"role": "system", "content": f"agent {n}"}]
-    errors = 0
+    errors: list[str] = []
     for t in range(REQUESTS):
         history.append({"role": "user", "content": f"agent {n} asks {t}: " + "z" * 300})
         r = await client.post(
             "/v1/chat/completions", json={"model": "fake", "messages": history}, timeout=120
         )
-        errors += r.status_code != 200
+        if r.status_code != 200:
+            errors.append(f"{r.status_code} {r.text[:300]}")
         history.append({"role": "assistant", "content": f"answer {t} for {n}"})
     return errors, history[:-1]
 
@@ -53,7 +54,7 @@ def test_fifty_concurrent_conversations_lose_nothing(tmp_path: Path) -> None:
             started = time.perf_counter()
             results = asyncio.run(run(url))
             seconds = time.perf_counter() - started
-    assert sum(errors for errors, _ in results) == 0
+    assert [e for errors, _ in results for e in errors] == []
     assert len(upstream.seen) == CONVERSATIONS * REQUESTS
     assert all(not s.problems and s.tokens <= 3_000 for s in upstream.seen)
     convs = proxy.sessions.conversations

@@ -66,7 +66,10 @@ class Upstream:
         self.timeout = timeout
         self.client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+            # idle connections are let go before common servers' 5 s keep-alive runs out
+            limits=httpx.Limits(
+                max_connections=256, max_keepalive_connections=64, keepalive_expiry=2.0
+            ),
             follow_redirects=False,
         )
 
@@ -75,7 +78,13 @@ class Upstream:
     ) -> httpx.Response:
         """Send and return as soon as the status and headers arrive (the body streams)."""
         request = self.client.build_request(method, url, headers=headers, content=body)
-        return await self.client.send(request, stream=True)
+        try:
+            return await self.client.send(request, stream=True)
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            # a pooled connection the server closed as the request went out: once more,
+            # on a fresh one (a server that did answer never raises these)
+            request = self.client.build_request(method, url, headers=headers, content=body)
+            return await self.client.send(request, stream=True)
 
     @staticmethod
     async def relay(
