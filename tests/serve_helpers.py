@@ -262,7 +262,7 @@ TOOLS = [
 
 
 def tool_turns(
-    turns: int, *, seed: str = "", result_chars: int = 600
+    turns: int, *, seed: str = "", result_chars: int = 600, call_text: str | None = None
 ) -> Iterator[list[dict[str, Any]]]:
     """OpenAI messages of a tool-using run, one list per step the model answers: each turn
     is a user request, one call (every third turn two parallel calls) with results, then
@@ -278,7 +278,7 @@ def tool_turns(
             }
             for k in range(n)
         ]
-        call = {"role": "assistant", "content": None, "tool_calls": calls}
+        call = {"role": "assistant", "content": call_text, "tool_calls": calls}
         results = [
             {
                 "role": "tool",
