@@ -50,12 +50,15 @@ class FakeUpstream:
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/messages", self.messages, methods=["POST"]),
+                Route("/v1/responses", self.responses, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
             ]
         )
 
     def _check(self, request: Request, body: dict[str, Any], dialect: str) -> Seen:
-        doc: Any = body["messages"] if dialect == "openai" else body
+        doc: Any = {"openai": body.get("messages"), "responses": body.get("input")}.get(
+            dialect, body
+        )
         msgs = kompakt.load(doc, format=dialect)
         problems = [str(p) for p in kompakt.find_problems(list(msgs), dialect)]  # type: ignore[arg-type]
         seen = Seen(
@@ -124,6 +127,29 @@ class FakeUpstream:
                 ],
             }
         )
+
+    async def responses(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        seen = self._check(request, body, "responses")
+        if seen.problems:
+            return JSONResponse(
+                {"error": {"message": "; ".join(seen.problems), "type": "invalid_request_error"}},
+                400,
+            )
+        return JSONResponse(
+            {
+                "id": "resp_1", "object": "response", "created_at": 0, "status": "completed",
+                "model": body.get("model", "fake"), "parallel_tool_calls": True,
+                "tool_choice": "auto", "tools": [],
+                "output": [{"type": "message", "id": "msg_1", "role": "assistant",
+                            "status": "completed", "content": [
+                                {"type": "output_text", "text": "ok", "annotations": []}]}],
+                "usage": {"input_tokens": seen.tokens, "output_tokens": 1,
+                          "total_tokens": seen.tokens + 1,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}},
+            }
+        )  # fmt: skip
 
     async def messages(self, request: Request) -> Response:
         body = json.loads(await request.body())

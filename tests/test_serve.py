@@ -358,3 +358,37 @@ def test_a_proxy_key_is_required_when_set_and_not_forwarded(
     assert "authorization" not in upstream.seen[0].headers
     assert upstream.seen[1].headers["authorization"] == f"Bearer {KEY}"
     assert all("x-kompakt-key" not in s.headers for s in upstream.seen)
+
+
+def test_responses_items_are_compacted_with_reasoning_kept_with_its_call(
+    fake: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    upstream, fake_url = fake
+    app, proxy = _proxy(fake_url, tmp_path, budget=2_000)
+    items: list[dict[str, Any]] = []
+    with serving(app) as url:
+        client = _openai(url)
+        for t in range(30):
+            items.append({"role": "user", "content": f"turn {t}: read the log"})
+            reply = client.responses.create(
+                model="fake",
+                instructions="be brief",
+                input=items,  # type: ignore[arg-type]
+            )
+            assert reply.output_text == "ok"
+            items += [
+                {"type": "reasoning", "id": f"rs_{t}", "summary": [], "encrypted_content": "e"},
+                {"type": "function_call", "id": f"fc_{t}", "call_id": f"call_{t}",
+                 "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": f"call_{t}", "output": "z" * 600},
+            ]  # fmt: skip
+    assert len(upstream.seen) == 30 and all(not s.problems for s in upstream.seen)
+    assert all(s.body["instructions"] == "be brief" for s in upstream.seen)
+    assert max(s.tokens for s in upstream.seen) <= 2_000
+    last = upstream.seen[-1].body["input"]
+    assert len(last) < len(items)
+    for i, item in enumerate(last):  # a reasoning item is sent only before its call
+        if item.get("type") == "reasoning":
+            assert last[i + 1]["type"] == "function_call"
+    conv = next(iter(proxy.sessions.conversations.values()))
+    assert conv.api == "responses" and conv.stats.compactions >= 1

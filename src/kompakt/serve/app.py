@@ -1,7 +1,7 @@
 """The ASGI app: compacting routes, pass-through for everything else, the page.
 
-``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic) are
-compacted: the request's conversation is recognised (`Sessions`), its new originals
+``POST /v1/chat/completions`` (OpenAI), ``POST /v1/responses`` (OpenAI Responses)
+and ``POST /v1/messages`` (Anthropic) are compacted: the request's conversation is recognised (`Sessions`), its new originals
 stored, the compactor run when due, and the body forwarded with only ``messages`` (and
 Anthropic's ``system``) changed. Everything else (``/v1/models``, embeddings, token
 counting ...) goes through as it is. Responses stream back as they arrive.
@@ -116,7 +116,7 @@ class Proxy:
         return None if base is None else join(base, request.url.path, request.url.query)
 
     def _no_upstream(self, api: Api) -> Response:
-        flag = "--openai-upstream" if api == "openai" else "--anthropic-upstream"
+        flag = "--anthropic-upstream" if api == "anthropic" else "--openai-upstream"
         return error_response(api, 502, f"no {api} upstream configured: start with {flag} URL")
 
     async def _send(
@@ -164,6 +164,9 @@ class Proxy:
     async def anthropic(self, request: Request) -> Response:
         return await self.compacting(request, "anthropic")
 
+    async def responses(self, request: Request) -> Response:
+        return await self.compacting(request, "responses")
+
     async def compacting(self, request: Request, api: Api) -> Response:
         started = time.perf_counter()
         denied, drop = self._denied(request, api)
@@ -180,6 +183,16 @@ class Proxy:
         if body is None:
             return error_response(api, 400, problem)
         headers = request_headers(request.headers, drop)
+        if api == "responses" and body.get("previous_response_id") is not None:
+            # the upstream holds the history: only the new items are here
+            sent = await self._send(api, "POST", url, headers, raw)
+            if isinstance(sent, Response):
+                return sent
+            return StreamingResponse(
+                self.upstream.relay(sent),
+                status_code=sent.status_code,
+                headers=response_headers(sent.headers),
+            )
         source = source_of(api, body)
         try:
             conv, new = await self.sessions.claim(
@@ -232,7 +245,7 @@ class Proxy:
         index = conv.mirror.index
         turn = Turn(
             at=time.time(),
-            messages=len(body["messages"]),
+            messages=len(body["input"] if api == "responses" else body["messages"]),
             new=len(new),
             tokens_full=index.total_tokens,
             tokens_sent=rendered.tokens_sent if rendered is not None else index.total_tokens,
@@ -375,6 +388,10 @@ def _parse(raw: bytes, api: Api) -> tuple[dict[str, Any] | None, str]:
         return None, f"request body is not valid JSON: {e}"
     if not isinstance(body, dict):
         return None, f"request body must be a JSON object, got {type(body).__name__}"
+    if api == "responses":
+        if not isinstance(body.get("input"), (str, list)):
+            return None, "input: required, a string or a list of input items"
+        return body, ""
     messages = body.get("messages")
     if not isinstance(messages, list):
         return None, "messages: required, and must be a list of messages"
@@ -393,12 +410,13 @@ def _content(
         return raw
     system, messages = split_source(api, rendered.items)
     out = dict(body)
-    out["messages"] = _SLOT
-    if api == "anthropic":
+    out["input" if api == "responses" else "messages"] = _SLOT
+    if api != "openai":
+        key = "system" if api == "anthropic" else "instructions"
         if system is None:
-            out.pop("system", None)
+            out.pop(key, None)
         else:
-            out["system"] = system
+            out[key] = system
     text = json.dumps(out, ensure_ascii=False).replace(
         f'"{_SLOT}"', conv.messages_json(messages), 1
     )
@@ -435,6 +453,7 @@ def create_app(
     routes = [
         Route("/v1/chat/completions", proxy.openai, methods=["POST"]),
         Route("/v1/messages", proxy.anthropic, methods=["POST"]),
+        Route("/v1/responses", proxy.responses, methods=["POST"]),
         Route("/kompakt/", proxy.page, methods=["GET"]),
         Route("/kompakt/{cid}", proxy.conversation, methods=["GET"]),
         Route("/{path:path}", proxy.passthrough, methods=every),

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Api", "ServeConfig"]
 
-Api: TypeAlias = Literal["openai", "anthropic"]
-"""The API family of a request (one upstream each)."""
+Api: TypeAlias = Literal["openai", "anthropic", "responses"]
+"""The API a request speaks (the OpenAI upstream serves chat completions and Responses)."""
 
 DEFAULT_TARGET = 0.75
 """Compact down to this share of the budget: trigger high, target low keeps the prefix
@@ -90,9 +90,11 @@ class ServeConfig:
 
     def upstream(self, api: Api) -> str | None:
         """The upstream base URL for `api` (None when not configured)."""
-        return self.openai_upstream if api == "openai" else self.anthropic_upstream
+        return self.anthropic_upstream if api == "anthropic" else self.openai_upstream
 
-    def api_for(self, path: str, headers: Mapping[str, str] | None = None) -> Api:
+    def api_for(
+        self, path: str, headers: Mapping[str, str] | None = None
+    ) -> Literal["openai", "anthropic"]:
         """Which upstream a request to `path` goes to: Anthropic for ``/v1/messages...``
         or a request carrying ``anthropic-version``, else OpenAI; the only one given wins."""
         if not self.anthropic_upstream:

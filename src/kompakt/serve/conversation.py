@@ -28,6 +28,7 @@ from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats.anthropic import from_anthropic, to_anthropic_messages
 from kompakt.formats.openai import from_openai, to_openai
+from kompakt.formats.responses import from_responses, to_responses
 from kompakt.integrations._bridge import Mirror
 from kompakt.messages import Message
 from kompakt.serve.chain import Chain
@@ -41,18 +42,53 @@ SYSTEM_KEY = "__kompakt_system__"
 
 
 def source_of(api: Api, body: dict[str, Any]) -> list[Any]:
-    """The items a request's conversation is made of (Anthropic's system first)."""
+    """The items a request's conversation is made of: Anthropic's system or the
+    Responses ``instructions`` first; for Responses, a run of model output items (a
+    reasoning item with the call it leads to) is one item, a list, kept or replaced whole."""
+    if api == "responses":
+        items = body["input"]
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        return [{SYSTEM_KEY: body.get("instructions")}, *_runs(items)]
     messages = body["messages"]
     if api == "anthropic":
         return [{SYSTEM_KEY: body.get("system")}, *messages]
     return list(messages)
 
 
+def _runs(items: Sequence[Any]) -> list[list[Any]]:
+    out: list[list[Any]] = []
+    model_side = False
+    for item in items:
+        side = _model_output(item)
+        if side and model_side:
+            out[-1].append(item)
+        else:
+            out.append([item])
+        model_side = side
+    return out
+
+
+def _model_output(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    kind = item.get("type", "message")
+    if kind == "message":
+        return bool(item.get("role") == "assistant")
+    return isinstance(kind, str) and not (
+        kind.endswith("_call_output") or kind in ("mcp_approval_response", "compaction")
+    )
+
+
 def split_source(api: Api, items: Sequence[Any]) -> tuple[Any, list[Any]]:
-    """(Anthropic system or None, the ``messages`` array) from rendered items."""
-    if api == "anthropic" and items and isinstance(items[0], dict) and SYSTEM_KEY in items[0]:
-        return items[0][SYSTEM_KEY], list(items[1:])
-    return None, list(items)
+    """(Anthropic system / Responses instructions or None, the messages or input items)
+    from rendered items."""
+    first: Any = None
+    if api != "openai" and items and isinstance(items[0], dict) and SYSTEM_KEY in items[0]:
+        first, items = items[0][SYSTEM_KEY], items[1:]
+    if api == "responses":
+        return first, [i for unit in items for i in unit]
+    return first, list(items)
 
 
 def _convert_openai(obj: Any, pos: int) -> list[Message]:
@@ -74,6 +110,20 @@ def _convert_anthropic(obj: Any, pos: int) -> list[Message]:
 
 def _render_anthropic(messages: Sequence[Message]) -> list[Any]:
     return to_anthropic_messages(messages, provider=True)
+
+
+def _convert_responses(obj: Any, pos: int) -> list[Message]:
+    if pos == 0 and isinstance(obj, dict) and SYSTEM_KEY in obj:
+        text = obj[SYSTEM_KEY]
+        return from_responses([], instructions=text) if isinstance(text, str) else []
+    try:
+        return from_responses(obj)
+    except MessageError as e:
+        raise FormatError(f"input item near {pos - 1}: {e}") from None
+
+
+def _render_responses(messages: Sequence[Message]) -> list[Any]:
+    return [to_responses(messages, provider=True)]  # one run of items
 
 
 class _Mirror(Mirror):
@@ -156,11 +206,11 @@ class Conversation:
         self.api: Api = api
         self.parent = parent
         self.fork_at = fork_at
-        convert, render = (
-            (_convert_openai, _render_openai)
-            if api == "openai"
-            else (_convert_anthropic, _render_anthropic)
-        )
+        convert, render = {
+            "openai": (_convert_openai, _render_openai),
+            "anthropic": (_convert_anthropic, _render_anthropic),
+            "responses": (_convert_responses, _render_responses),
+        }[api]
         self.mirror = _Mirror(compactor, convert, render)
         self.template = self.mirror.template
         self.chain = Chain()
