@@ -1,7 +1,7 @@
 """End to end: the real `openai` client, through `kompakt serve`, to llama.cpp's server
 running SmolLM2 (a 4,096-token window). A tool-using run that outgrows the window gets an
-answer on every request: within the budget, and past an upstream overflow by compacting
-harder. The tiny model's answers are not judged, only the plumbing."""
+answer on every request, the budget calibrated by the usage the server reports. The tiny
+model's answers are not judged, only the plumbing."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ def _run(url: str, turns: int) -> list[Any]:
     return replies
 
 
-@pytest.mark.parametrize("budget", [2_000, 12_000], ids=["within-budget", "past-overflow"])
 def test_a_run_longer_than_the_window_is_answered_on_every_request(
-    llama_server: str, tmp_path: Path, budget: int
+    llama_server: str, tmp_path: Path
 ) -> None:
+    budget = 2_000
     app = create_app(
         ServeConfig(openai_upstream=llama_server, budget=budget, store=str(tmp_path / "s.db"))
     )
@@ -62,5 +62,3 @@ def test_a_run_longer_than_the_window_is_answered_on_every_request(
     assert conv.stats.compactions >= 1
     reported = [t.usage for t in conv.timeline if t.usage is not None]
     assert reported and max(reported) <= 4_096
-    if budget > 4_096:
-        assert any("overflow" in t.note for t in conv.timeline)
