@@ -1,9 +1,10 @@
 """The ASGI app: compacting routes, pass-through for everything else, the page.
 
 ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/responses`` (OpenAI Responses)
-and ``POST /v1/messages`` (Anthropic) are compacted: the request's conversation is recognised (`Sessions`), its new originals
-stored, the compactor run when due, and the body forwarded with only ``messages`` (and
-Anthropic's ``system``) changed. Everything else (``/v1/models``, embeddings, token
+and ``POST /v1/messages`` (Anthropic) are compacted: the request's conversation is
+recognised (`Sessions`), its new originals stored, the compactor run when due, and the
+body forwarded with only the conversation (``messages``, ``system``, ``input``,
+``instructions``) changed. Everything else (``/v1/models``, embeddings, token
 counting ...) goes through as it is. Responses stream back as they arrive.
 
 Failure rules: a malformed request gets the provider's own 400 error shape naming the
