@@ -125,6 +125,8 @@ _EXPORTS: dict[str, str] = {
     "as_history_processor": "kompakt.compactor",
     "strategy_from_name": "kompakt.config",
     "to_dicts": "kompakt.formats",
+    "Overflow": "kompakt.overflow",
+    "parse_overflow": "kompakt.overflow",
 }
 
 __all__ = [
@@ -184,6 +186,7 @@ __all__ = [
     "Never",
     "Not",
     "OpenAIModel",
+    "Overflow",
     "Part",
     "Pipeline",
     "PostgresStore",
@@ -223,6 +226,7 @@ __all__ = [
     "find_problems",
     "load",
     "model_from_string",
+    "parse_overflow",
     "strategy_from_name",
     "to_dicts",
     "tool",
@@ -305,6 +309,10 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         ToolSpec,
         Usage,
         model_from_string,
+    )
+    from kompakt.overflow import (
+        Overflow,
+        parse_overflow,
     )
     from kompakt.store import (
         CompactionRecord,
