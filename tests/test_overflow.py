@@ -225,16 +225,37 @@ def test_the_answer_reserve_is_told_apart_from_the_prompt() -> None:
 
 
 NOT_OVERFLOW = [
-    {"error": {"type": "rate_limit_error", "message": "Number of request tokens has exceeded"
-               " your per-minute rate limit"}},
+    {
+        "error": {
+            "type": "rate_limit_error",
+            "message": "Number of request tokens has exceeded your per-minute rate limit",
+        }
+    },
     {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
-    {"error": {"message": "Incorrect API key provided: sk-...", "type": "invalid_request_error",
-               "param": None, "code": "invalid_api_key"}},
-    {"error": {"message": "Invalid parameter: messages with role 'tool' must be a response to "
-               "a preceeding message with 'tool_calls'.", "type": "invalid_request_error",
-               "param": "messages.[1].role", "code": None}},
-    {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
-               "status": "INVALID_ARGUMENT"}},
+    {
+        "error": {
+            "message": "Incorrect API key provided: sk-...",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
+    },
+    {
+        "error": {
+            "message": "Invalid parameter: messages with role 'tool' must be a response to "
+            "a preceeding message with 'tool_calls'.",
+            "type": "invalid_request_error",
+            "param": "messages.[1].role",
+            "code": None,
+        }
+    },
+    {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+        }
+    },
     {"error": {"code": 500, "message": "Loading model", "type": "unavailable_error"}},
     {"error": "model 'llama9' not found"},
     "Internal Server Error",
@@ -292,8 +313,9 @@ def test_sdk_exceptions_are_read_through_their_body_and_response() -> None:
 
 def test_a_wrapped_model_error_is_read_through_its_cause() -> None:
     url = "http://127.0.0.1:8080/v1/chat/completions"
-    cause = openai.BadRequestError("Error code: 400", response=_response(400, LLAMA_CPP, url),
-                                   body=LLAMA_CPP["error"])
+    cause = openai.BadRequestError(
+        "Error code: 400", response=_response(400, LLAMA_CPP, url), body=LLAMA_CPP["error"]
+    )
     try:
         try:
             raise cause

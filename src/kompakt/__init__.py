@@ -127,6 +127,8 @@ _EXPORTS: dict[str, str] = {
     "to_dicts": "kompakt.formats",
     "Overflow": "kompakt.overflow",
     "parse_overflow": "kompakt.overflow",
+    "compact_for_retry": "kompakt.recovery",
+    "compact_for_retry_async": "kompakt.recovery",
 }
 
 __all__ = [
@@ -221,6 +223,8 @@ __all__ = [
     "apply_compaction",
     "apply_compaction_async",
     "as_history_processor",
+    "compact_for_retry",
+    "compact_for_retry_async",
     "detect_format",
     "dump",
     "find_problems",
@@ -313,6 +317,10 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
     from kompakt.overflow import (
         Overflow,
         parse_overflow,
+    )
+    from kompakt.recovery import (
+        compact_for_retry,
+        compact_for_retry_async,
     )
     from kompakt.store import (
         CompactionRecord,

@@ -45,6 +45,7 @@ from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.registry import as_model
+from kompakt.overflow import Overflow
 from kompakt.strategies._common import COMPOSITE, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
@@ -95,6 +96,9 @@ class CompactionEvent:
     """Each fallback taken, as "Strategy: why"."""
     shortfall: str | None = None
     """Why the target was not reached, naming the option to change (None: reached)."""
+    overflow: Overflow | None = None
+    """The provider's context-overflow error this compaction answered (an overflow
+    recovery: compacted tighter to retry the refused request), else None."""
 
     @classmethod
     def before(cls, view: View, reason: str = "") -> CompactionEvent:
@@ -162,6 +166,8 @@ Truncation −700'
             line += f"; fallback: {'; '.join(self.fallbacks)}"
         if self.shortfall:
             line += f"; {self.shortfall}"
+        if self.overflow is not None:
+            line += f"; recovering from a {self.overflow.provider} context overflow"
         return line
 
 

@@ -25,10 +25,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROVIDERS", "Overflow", "parse_overflow"]
+__all__ = ["DEFAULT_STEP", "PROVIDERS", "Overflow", "parse_overflow"]
 
 PROVIDERS = ("openai", "azure", "anthropic", "gemini", "vllm", "llama.cpp", "ollama")
 """The providers whose overflow errors `parse_overflow` recognises."""
+
+DEFAULT_STEP = 0.2
+"""How much smaller a retry is made when the error does not say how far over it was."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,30 @@ class Overflow:
         if self.limit is None:
             return None
         return self.limit - (self.output_tokens or 0)
+
+    def retry_budget(self, sent: int, *, step: float = DEFAULT_STEP, margin: float = 0.05) -> int:
+        """Tokens the retried request may take, in the units `sent` was counted in.
+
+        `sent` is the size of the refused request by the caller's own count (an estimate
+        is fine). When the error gives the provider's count and limit, the budget is
+        `sent` scaled by how much would have fit, less `margin`, so a tokenizer that
+        counts differently from the provider still lands below the limit; when it gives
+        only how far over, that much less; otherwise `step` (20%) below `sent`. Never
+        more than `sent` less `step`'s smallest bite (1 token), never below 0.
+
+        >>> Overflow("anthropic", "...", limit=200_000, requested=250_000).retry_budget(100_000)
+        76000
+        >>> Overflow("openai", "...").retry_budget(100_000)
+        80000
+        """
+        given, fits = self.input_tokens, self.input_limit
+        if given and fits is not None:
+            budget = sent * max(fits, 0) / given * (1 - margin)
+        elif self.tokens_over is not None:
+            budget = (sent - self.tokens_over) * (1 - margin)
+        else:
+            budget = sent * (1 - step)
+        return max(0, min(int(budget), sent - 1))
 
 
 def parse_overflow(error_or_body: Any, *, provider: str | None = None) -> Overflow | None:
@@ -125,12 +152,12 @@ def _exception_sources(exc: BaseException, hint: str | None) -> Iterator[_Source
         if _is_response(response):
             here = hint or _hint_from_response(response)
             status = status or _int(getattr(response, "status_code", None))
+        if _is_response(response):  # the raw body first: an SDK's `body` may be cut down
+            yield from _response_sources(response, here)
         for attr in ("body", "details"):  # openai/anthropic keep `body`; google-genai `details`
             body = getattr(chain, attr, None)
             if body is not None:
                 yield body, status, here
-        if _is_response(response):
-            yield from _response_sources(response, here)
         texts.append((str(chain), status, here))
         chain = chain.__cause__ or chain.__context__
     yield from texts  # plain text last: structured bodies say more
@@ -201,7 +228,9 @@ def _json(text: str) -> Any:
         return None
 
 
-def _error_objects(doc: Any, wrapped: bool, depth: int = 0) -> Iterator[tuple[Mapping[str, Any], bool]]:
+def _error_objects(
+    doc: Any, wrapped: bool, depth: int = 0
+) -> Iterator[tuple[Mapping[str, Any], bool]]:
     """Every error-like object inside `doc`, innermost first.
 
     `wrapped` is True below an error given as a JSON string (Ollama passes llama.cpp's
@@ -293,8 +322,10 @@ def _classify(
     if m := _VLLM_MAX_TOKENS.search(message):
         reserve, given = _num(m, 1), _num(m, 3)
         return make("vllm", limit=_num(m, 2), requested=given + reserve, output_tokens=reserve)
-    if code == "context_length_exceeded" or _MAX_CONTEXT.search(message) or (
-        _OPENAI_WINDOW.search(message)
+    if (
+        code == "context_length_exceeded"
+        or _MAX_CONTEXT.search(message)
+        or (_OPENAI_WINDOW.search(message))
     ):
         limit = _num(_MAX_CONTEXT.search(message), 1)
         requested = _num(_REQUESTED.search(message), 1)

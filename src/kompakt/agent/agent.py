@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeAlias
 from kompakt.agent.background import BackgroundCompaction, run_compaction
 from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
 from kompakt.agent.fresh import keep_fresh_results
+from kompakt.agent.overflow_retry import call_recovering
 from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
 from kompakt.agent.target import explain_shortfall, kept_by
@@ -105,6 +106,8 @@ class Agent:
         recall_tokens: most tokens one recall returns.
         max_tokens: passed to each model call.
         tokenizer: counts tokens (default: the compactor's, else `CharEstimator`).
+        recover_from_overflow: when the provider refuses a request as over its context
+            window, compact tighter and retry the call once (see docs/agent.md).
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class Agent:
         recall_tokens: int = 4000,
         max_tokens: int | None = None,
         tokenizer: Tokenizer | None = None,
+        recover_from_overflow: bool = True,
     ) -> None:
         if hook not in ("before_model", "after_run", "both"):
             raise ConfigError(f"`hook` must be before_model, after_run or both, got {hook!r}")
@@ -144,6 +148,7 @@ class Agent:
         self.warn_fraction = warn_fraction
         self.recall_tokens = recall_tokens
         self.max_tokens = max_tokens
+        self.recover_from_overflow = recover_from_overflow
         self.tokenizer: Tokenizer = (
             tokenizer or (compactor.tokenizer if compactor else None) or CharEstimator()
         )
@@ -271,6 +276,9 @@ class Agent:
             log.info("session %s: %s", self.session, note)
 
     async def _call_model(self, result: RunResult) -> ChatResponse:
+        return await call_recovering(self, result, lambda: self._send(result))
+
+    async def _send(self, result: RunResult) -> ChatResponse:
         view = self._load()
         request = view.render()
         estimate = view.total_tokens

@@ -145,6 +145,10 @@ def event_summary(event: Any) -> dict[str, Any]:
     steps = getattr(event, "steps", None)
     if steps:
         out["strategies"] = [getattr(s, "strategy", str(s)) for s in steps]
+    overflow = getattr(event, "overflow", None)
+    if overflow is not None:  # an overflow recovery: what the provider said
+        keys = ("provider", "limit", "requested", "tokens_over", "output_tokens", "message")
+        out["overflow"] = {k: _plain(getattr(overflow, k, None)) for k in keys}
     return out
 
 
