@@ -80,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "SupersedeReads": "kompakt.strategies",
     "Pipeline": "kompakt.strategies",
     "Budgeted": "kompakt.strategies",
+    "Rehydrate": "kompakt.strategies",
     # summaries and facts
     "Summarize": "kompakt.strategies",
     "WholeHistory": "kompakt.strategies",
@@ -193,6 +194,7 @@ __all__ = [
     "Pipeline",
     "PostgresStore",
     "Problem",
+    "Rehydrate",
     "RemoveToolCalls",
     "Role",
     "RunResult",
@@ -346,6 +348,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         FromLastN,
         KeepFirstAndLast,
         Pipeline,
+        Rehydrate,
         RemoveToolCalls,
         SlidingWindow,
         Step,

@@ -55,6 +55,7 @@ from kompakt.strategies.base import (
     default_target,
     run_strategy,
 )
+from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
 from kompakt.triggers import Always, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
@@ -147,7 +148,7 @@ Truncation −700'
         if not self.changed:
             return f"no compaction ({self.reason})" if self.reason else "no compaction"
         done = ", ".join(
-            f"{s.strategy} −{s.tokens_before - s.tokens_after:,}"
+            f"{s.strategy} {_delta(s.tokens_after - s.tokens_before)}"
             for s in self.steps
             if s.changed and s.tokens_before != s.tokens_after and s.detail != COMPOSITE
         )
@@ -171,6 +172,11 @@ Truncation −700'
         return line
 
 
+def _delta(tokens: int) -> str:
+    """A step's change: −saved, or +added (a rehydration brings content back)."""
+    return f"+{tokens:,}" if tokens > 0 else f"−{-tokens:,}"
+
+
 class Compactor:
     """A trigger, a strategy and a target, applied to a growing history.
 
@@ -185,6 +191,9 @@ class Compactor:
         summarizer: the model summary strategies use when they have none of their own.
         min_preserved: if given, overrides `min_preserved` on the strategy (and the
             strategies inside a `Pipeline` or `Budgeted`).
+        rehydrate: after a compaction that changed the view, bring back the newest
+            files the agent read or edited, its plan and pinned memory
+            (`kompakt.strategies.Rehydrate`), within the budget.
 
     >>> from kompakt.strategies import Budgeted
     >>> Compactor(strategy=Budgeted(8_000)).trigger
@@ -200,6 +209,7 @@ class Compactor:
         tokenizer: Tokenizer | None = None,
         summarizer: ChatModel | str | None = None,
         min_preserved: int | None = None,
+        rehydrate: Rehydrate | None = None,
     ) -> None:
         if strategy is None:
             raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
@@ -216,6 +226,7 @@ class Compactor:
         )
         self.tokenizer = tokenizer
         self.summarizer = as_model(summarizer)
+        self.rehydrate = rehydrate
         self._view: View | None = None
 
     # -- the persistent view --------------------------------------------------------
@@ -269,6 +280,8 @@ class Compactor:
         if ctx is None:
             return view, event
         run_strategy_sync(self.strategy, work, ctx)
+        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            run_strategy_sync(self.rehydrate, work, ctx)
         return self._finish(work, event, ctx)
 
     async def compact_async(
@@ -279,6 +292,8 @@ class Compactor:
         if ctx is None:
             return view, event
         await run_strategy(self.strategy, work, ctx)
+        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            await run_strategy(self.rehydrate, work, ctx)
         return self._finish(work, event, ctx)
 
     def _start(

@@ -386,6 +386,9 @@ class Agent:
         warning = keep_fresh_results(view, budget)
         if warning is not None:
             self._warn(warning)
+        rehydrate = self.compactor.rehydrate if self.compactor is not None else None
+        if rehydrate is not None:  # files, plan and pinned memory back, within the budget
+            rehydrate.apply(view, CompactionContext(view, budget=budget))
 
     def _budget(self, strategy: StrategyLike, offset: int) -> int | None:
         """Estimated tokens the view must fit in: the strategy's `token_budget` (moved by
