@@ -344,3 +344,24 @@ def test_the_provider_hint_names_who_answered_an_openai_shaped_body() -> None:
 
 def test_overflow_is_exported() -> None:
     assert kompakt.Overflow is Overflow and kompakt.parse_overflow is parse_overflow
+
+
+def test_an_overflow_answered_with_a_5xx_is_not_retried() -> None:
+    from kompakt.models.base import is_transient
+
+    url = "http://127.0.0.1:8080/v1/chat/completions"
+    older_llama = {
+        "error": {
+            "code": 500,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "server_error",
+        }
+    }
+    exc = openai.InternalServerError(
+        "Error code: 500", response=_response(500, older_llama, url), body=older_llama["error"]
+    )
+    assert not is_transient(exc)
+    busy = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+    assert is_transient(
+        openai.InternalServerError("Error code: 503", response=_response(503, busy, url), body=busy)
+    )

@@ -4,6 +4,8 @@ on the real mini-swe-agent transcripts and on small conversations built to show 
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +14,9 @@ import kompakt
 from data_files import DATA_DIR
 from kompakt import Compactor, Message, MessageIndex, TokensBelow, TokensExceed, ToolCall, View
 from kompakt.agent import Agent
-from kompakt.file_calls import touched_file
+from kompakt.file_calls import file_key, touched_file
 from kompakt.models import ScriptedModel
+from kompakt.store import SQLiteStore
 from kompakt.strategies import (
     Budgeted,
     CompactionContext,
@@ -234,8 +237,6 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
 
 
 def test_supersede_reads_takes_the_same_file_recogniser() -> None:
-    from kompakt.file_calls import file_key
-
     msgs = [
         Message.user("task"),
         *shell("c1", "cat a.py", "v1\n" * 100),
@@ -245,3 +246,64 @@ def test_supersede_reads_takes_the_same_file_recogniser() -> None:
     view = View(MessageIndex(msgs))
     assert SupersedeReads(key=file_key, min_preserved=0).apply(view, CompactionContext(view))
     assert "Superseded" in view.render()[2].text
+
+
+def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: the file.
+        """
+        return f"# {path}\n" + "code = 2\n" * 120
+
+    def script() -> list[Any]:
+        calls = [
+            Message.assistant(
+                tool_calls=[
+                    ToolCall(
+                        id=f"r{i}_{j}", name="read_file", arguments=json.dumps({"path": f"m{j}.py"})
+                    )
+                ]
+            )
+            for i in range(2)
+            for j in range(3)
+        ]
+        return [*calls[:3], "first done", *calls[3:], "second done"]
+
+    compactor = Compactor(
+        trigger=TokensExceed(1_000),
+        strategy=ExtractiveDigest(keep_last=2),
+        target=TokensBelow(700),
+        rehydrate=Rehydrate(files=2, max_file_tokens=150),
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "agent.db"
+        model = ScriptedModel(script())
+        with SQLiteStore(db) as store:
+            first = Agent(
+                model,
+                tools=[read_file],
+                compactor=compactor,
+                store=store,
+                session="s",
+                hook="both",
+                recall=False,
+            )
+            assert first.run_sync("read the modules").output == "first done"
+        with SQLiteStore(db) as store:
+            again = Agent(
+                model,
+                tools=[read_file],
+                compactor=compactor,
+                store=store,
+                session="s",
+                hook="both",
+                recall=False,
+            )
+            assert len(rehydrated(again.view)) == 1
+            result = again.run_sync("read them again")
+            assert result.output == "second done" and result.compactions
+            view = again.view
+            assert len(rehydrated(view)) == 1
+            assert not find_problems(view.render())

@@ -196,18 +196,16 @@ class Rehydrate(BaseStrategy):
         return scan
 
     def _remove_previous(self, view: View) -> bool:
+        """Take out the message an earlier run placed (where it remembers, else wherever
+        one is: a view rebuilt from a store record has one and no memory of it)."""
         g = view.memo(_MEMO)
-        if not isinstance(g, int) or g >= view.index.group_count or view.is_original(g):
-            return False
-        rendered = tuple(view.rendered(g))
-        kept = tuple(m for m in rendered if m.synthetic != "rehydrated")
-        if kept == rendered:
-            return False
-        if kept:
-            view.replace(g, kept)
-        else:
-            view.drop(g)
-        return True
+        if isinstance(g, int) and g < view.index.group_count:
+            return _take_out(view, g)
+        removed = False
+        for group in view.index.groups:
+            if not view.is_original(group.index):
+                removed |= _take_out(view, group.index)
+        return removed
 
     def __repr__(self) -> str:
         return f"Rehydrate(files={self.files}, max_file_tokens={self.max_file_tokens})"
@@ -246,6 +244,20 @@ def _read_message(
                 scan.edited.pop(touch.path, None)
     elif m.metadata.get("plan") and m.text:
         scan.plan = (i, f"plan (message {m.id})", m.text, (m.id,))
+
+
+def _take_out(view: View, g: int) -> bool:
+    if view.is_original(g):
+        return False
+    rendered = tuple(view.rendered(g))
+    kept = tuple(m for m in rendered if m.synthetic != "rehydrated")
+    if kept == rendered:
+        return False
+    if kept:
+        view.replace(g, kept)
+    else:
+        view.drop(g)
+    return True
 
 
 def _output(text: str) -> str | None:
