@@ -168,7 +168,7 @@ Truncation −700'
         if self.shortfall:
             line += f"; {self.shortfall}"
         if self.overflow is not None:
-            line += f"; recovering from a {self.overflow.provider} context overflow"
+            line += f"; overflow recovery ({self.overflow.provider})"
         return line
 
 
