@@ -25,7 +25,7 @@ from kompakt.strategies import (
     SupersedeReads,
     Truncation,
 )
-from kompakt.strategies.rehydrate import HEADER
+from kompakt.strategies.rehydrate import COPIES, HEADER
 from kompakt.validation import find_problems
 
 MINI = sorted((DATA_DIR / "mini-swe-agent").glob("*.traj.json"))
@@ -80,7 +80,8 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
     assert 1 <= len(titles) <= 3
     newest = newest_contents(messages)
     by_id = {m.id: m for m in messages}
-    assert set(message.covers) <= set(by_id)
+    copies = message.metadata[COPIES]
+    assert copies and set(copies) <= set(by_id) and not message.covers  # after a note
     for title in titles:
         file = title.split(" (", 1)[0]
         assert file in newest, title
@@ -88,7 +89,7 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
         assert head[:60] in message.text  # the newest content, cut to its cap at most
     # a file whose newest content is still sent is not brought back twice
     sent = {m.id for m in rendered if m.synthetic is None}
-    assert not set(message.covers) & sent
+    assert not set(copies) & sent
 
 
 def test_compacting_again_replaces_the_rehydrated_message() -> None:
@@ -307,3 +308,17 @@ def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
             view = again.view
             assert len(rehydrated(view)) == 1
             assert not find_problems(view.render())
+
+
+def test_a_config_file_turns_rehydration_on() -> None:
+    compactor = Compactor.from_config(
+        "budget = 8000\n[rehydrate]\nfiles = 2\nmax_file_tokens = 300\nplan = false\n"
+    )
+    assert compactor.rehydrate is not None
+    assert (compactor.rehydrate.files, compactor.rehydrate.max_file_tokens) == (2, 300)
+    assert compactor.rehydrate.plan is False
+    assert Compactor.from_config({"budget": 8000, "rehydrate": True}).rehydrate is not None
+    with pytest.raises(kompakt.ConfigError, match="unknown key"):
+        Compactor.from_config({"budget": 8000, "rehydrate": {"file": 2}})
+    with pytest.raises(kompakt.ConfigError, match="files"):
+        Compactor.from_config({"budget": 8000, "rehydrate": {"files": -1}})

@@ -343,6 +343,7 @@ class Compactor:
             "tokenizer",
             "summarizer",
             "early_stop",
+            "rehydrate",
         }
         unknown = sorted(set(data) - known)
         if unknown:
@@ -374,6 +375,7 @@ class Compactor:
             tokenizer=_tokenizer(data.get("tokenizer")),
             summarizer=_summarizer(data.get("summarizer")),
             min_preserved=_min_preserved(data.get("min_preserved")),
+            rehydrate=_rehydrate(data.get("rehydrate")),
         )
 
     def __repr__(self) -> str:
@@ -401,6 +403,27 @@ def _min_preserved(value: Any) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ConfigError(f"`min_preserved` must be an int >= 0, got {value!r}")
     return value
+
+
+def _rehydrate(spec: Any) -> Rehydrate | None:
+    """``rehydrate = true`` or a ``[rehydrate]`` table of `Rehydrate`'s options."""
+    if spec is None or spec is False:
+        return None
+    if spec is True:
+        return Rehydrate()
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"`rehydrate` must be true or a table, got {spec!r}")
+    allowed = {"files", "max_file_tokens", "max_tokens", "plan", "pinned"}
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) in [rehydrate]: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(allowed))})"
+        )
+    for flag in ("plan", "pinned"):
+        if flag in spec:
+            _bool(spec[flag], f"rehydrate.{flag}")
+    return Rehydrate(**spec)
 
 
 def _tokenizer(spec: Any) -> Tokenizer | None:

@@ -7,8 +7,9 @@ itself. `Rehydrate` looks through the originals (never lost) for the files the a
 tool calls touched (`kompakt.file_calls.touched_file`: file tools and shell commands
 alike), newest first, and copies the newest content of each one the compacted view no
 longer sends, each cut to `max_file_tokens`, all within `max_tokens` and the room the
-budget leaves. The copy is one ``user`` message, ``synthetic="rehydrated"``, whose
-`covers` names the originals it copies; the next compaction replaces it afresh.
+budget leaves. The copy is one ``user`` message, ``synthetic="rehydrated"``, and
+``metadata["rehydrated_from"]`` names the originals it copies (it does not stand in for
+them, so it does not `cover` them). The next compaction replaces it afresh.
 
 Give it to a compactor (``Compactor(strategy=..., rehydrate=Rehydrate(files=5))``, the
 agent honours it too) or put it last in a `Pipeline`.
@@ -44,7 +45,10 @@ from kompakt.strategies.clamp import clamp_text
 from kompakt.tokens import Tokenizer
 from kompakt.view import View
 
-__all__ = ["PLAN_TOOLS", "Rehydrate"]
+__all__ = ["COPIES", "PLAN_TOOLS", "Rehydrate"]
+
+COPIES = "rehydrated_from"
+"""The rehydrated message's metadata key naming the originals it copies."""
 
 PLAN_TOOLS = re.compile(r"todo|plan", re.I)
 """Tool names whose call holds the agent's plan or todo list (TodoWrite, update_plan,
@@ -138,7 +142,11 @@ class Rehydrate(BaseStrategy):
         if limit is not None:
             room = min(room, limit - view.total_tokens)
         items = self._items(view)
-        message = _compose(items, view.index.tokenizer, room)
+        # placed in a dropped group (no note to follow), it stands in for that group, as
+        # the omission marker would; after a note it stands in for nothing
+        stands_in = view.is_dropped(anchor)
+        covers = tuple(m.id for m in view.index.group_messages(anchor)) if stands_in else ()
+        message = _compose(items, view.index.tokenizer, room, covers)
         if message is None:
             return removed
         rendered = tuple(view.rendered(anchor))
@@ -304,9 +312,11 @@ def _anchor(view: View) -> int | None:
     return note if note is not None else first
 
 
-def _compose(items: Sequence[_Item], tok: Tokenizer, room: int) -> Message | None:
+def _compose(
+    items: Sequence[_Item], tok: Tokenizer, room: int, covers: tuple[str, ...]
+) -> Message | None:
     parts = [HEADER]
-    covers: list[str] = []
+    copies: list[str] = []
     used = tok.count_text(HEADER) + 8  # the message's own overhead
     for item in items:
         head = f"\n## {item.title}\n"
@@ -320,11 +330,16 @@ def _compose(items: Sequence[_Item], tok: Tokenizer, room: int) -> Message | Non
         if used + cost > room:
             continue
         parts.append(block)
-        covers.extend(item.covers)
+        copies.extend(item.covers)
         used += cost
     if len(parts) == 1:
         return None
-    return Message.note("\n".join(parts), synthetic="rehydrated", covers=tuple(covers), role="user")
+    # a copy does not stand in for what it copies (those originals stay sent, summarized
+    # or dropped): it names them in its metadata
+    text = "\n".join(parts)
+    return Message.user(
+        text, synthetic="rehydrated", covers=covers, metadata={COPIES: tuple(copies)}
+    )
 
 
 def _fenced(text: str) -> str:
