@@ -277,3 +277,17 @@ def test_compact_for_retry_raises_budget_impossible_when_the_core_cannot_fit() -
     with pytest.raises(BudgetImpossible) as info:
         compact_for_retry(sent, Overflow("anthropic", "x", limit=100, requested=200))
     assert info.value.breakdown["system"] > info.value.budget
+
+
+def test_the_stored_compaction_record_names_the_overflow(server: FakeProvider) -> None:
+    server.script = [(400, GEMINI_LIST, {}), (200, OPENAI_OK, {})]
+    model = OpenAIModel("m", base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+    compactor = Compactor(strategy=Budgeted(1_000_000))
+    agent = agent_for(model, compactor=compactor, hook="both")
+    assert agent.run_sync("go on").output == "done"
+    recorded = agent.store.compactions("s")[-1].event["overflow"]
+    assert (recorded["provider"], recorded["limit"], recorded["requested"]) == (
+        "gemini",
+        131072,
+        314175,
+    )
