@@ -256,7 +256,7 @@ def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
         Args:
             path: the file.
         """
-        return f"# {path}\n" + "code = 2\n" * 120
+        return f"# {path}\n" + "code = 2\n" * 300
 
     def script() -> list[Any]:
         calls = [
@@ -273,9 +273,9 @@ def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
         return [*calls[:3], "first done", *calls[3:], "second done"]
 
     compactor = Compactor(
-        trigger=TokensExceed(1_000),
-        strategy=ExtractiveDigest(keep_last=2),
-        target=TokensBelow(700),
+        trigger=TokensExceed(2_000),
+        strategy=ExtractiveDigest(keep_last=1),
+        target=TokensBelow(1_500),
         rehydrate=Rehydrate(files=2, max_file_tokens=150),
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -322,3 +322,14 @@ def test_a_config_file_turns_rehydration_on() -> None:
         Compactor.from_config({"budget": 8000, "rehydrate": {"file": 2}})
     with pytest.raises(kompakt.ConfigError, match="files"):
         Compactor.from_config({"budget": 8000, "rehydrate": {"files": -1}})
+
+
+def test_a_budgeted_compactor_leaves_room_for_the_rehydration() -> None:
+    index = MessageIndex(list(kompakt.load(MINI[0])))
+    compactor = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=2_000))
+    view, event = compactor.compact(index)
+    (message,) = rehydrated(view)
+    assert view.total_tokens <= 8_000
+    budgeted = next(s for s in event.steps if s.strategy == "Budgeted")
+    assert budgeted.tokens_after <= 6_000  # the strategy stopped 2,000 lower
+    assert message.text.count("\n## ") >= 1

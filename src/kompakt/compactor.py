@@ -46,7 +46,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.registry import as_model
 from kompakt.overflow import Overflow
-from kompakt.strategies._common import COMPOSITE, run_strategy_sync
+from kompakt.strategies._common import COMPOSITE, _token_limit, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
     Step,
@@ -57,7 +57,7 @@ from kompakt.strategies.base import (
 )
 from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
-from kompakt.triggers import Always, Trigger, TriggerLike, as_trigger
+from kompakt.triggers import Always, TokensBelow, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
 if TYPE_CHECKING:
@@ -279,9 +279,11 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        run_strategy_sync(self.strategy, work, ctx)
+        strategy, target = self.with_room()
+        ctx.target = target
+        run_strategy_sync(strategy, work, ctx)
         if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            run_strategy_sync(self.rehydrate, work, ctx)
+            run_strategy_sync(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
 
     async def compact_async(
@@ -291,10 +293,45 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        await run_strategy(self.strategy, work, ctx)
+        strategy, target = self.with_room()
+        ctx.target = target
+        await run_strategy(strategy, work, ctx)
         if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            await run_strategy(self.rehydrate, work, ctx)
+            await run_strategy(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
+
+    def with_room(self) -> tuple[StrategyLike, Trigger]:
+        """The strategy and target to compact with, leaving room for the rehydration
+        after it: a `Budgeted` budget or a token target lowered by
+        `Rehydrate.room_for` (unchanged without `rehydrate`).
+
+        >>> from kompakt.strategies import Budgeted, Rehydrate
+        >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=1_000))
+        >>> c.with_room()[0].token_budget
+        7000
+        """
+        if self.rehydrate is None:
+            return self.strategy, self.target
+        budget = getattr(self.strategy, "token_budget", None)
+        limit = _token_limit(self.target)
+        strategy, target = self.strategy, self.target
+        if isinstance(budget, int):
+            strategy = copy.copy(self.strategy)
+            strategy.token_budget = max(1, budget - self.rehydrate.room_for(budget))
+        if limit is not None:
+            target = TokensBelow(max(1, limit - self.rehydrate.room_for(limit)))
+        return strategy, target
+
+    def _rehydrate_context(self, ctx: CompactionContext) -> CompactionContext:
+        """The rehydration measures its room against the budget and target as given."""
+        budget = getattr(self.strategy, "token_budget", None)
+        return CompactionContext(
+            ctx.view,
+            target=self.target,
+            budget=budget if isinstance(budget, int) else None,
+            summarizer=ctx.summarizer,
+            steps=ctx.steps,
+        )
 
     def _start(
         self, source: MessageIndex | Sequence[Message], force: bool

@@ -132,6 +132,15 @@ class Rehydrate(BaseStrategy):
         self.touched = touched
         self.read = read
 
+    def room_for(self, limit: int | None) -> int:
+        """Tokens a compaction to `limit` leaves for the rehydration: `max_tokens`, at
+        most a quarter of the limit (none without one).
+
+        >>> Rehydrate().room_for(40_000), Rehydrate(max_tokens=2_000).room_for(40_000)
+        (10000, 2000)
+        """
+        return 0 if limit is None else min(self.max_tokens, limit // 4)
+
     def apply(self, view: View, context: CompactionContext) -> bool:
         removed = self._remove_previous(view)
         anchor = _anchor(view)
