@@ -308,10 +308,15 @@ def _pinned(view: View) -> list[_Item]:
 
 def _anchor(view: View) -> int | None:
     """The group to place the message after: the newest summary note, else the first
-    group the compaction dropped or replaced; None when nothing was compacted."""
+    group the compaction dropped or replaced (after a provider's compaction item, never
+    before it); None when nothing was compacted."""
     first: int | None = None
     note: int | None = None
+    # what precedes a provider's own compaction item is not sent (the provider drops it)
+    boundary = getattr(view.index, "compaction_group", None)
     for g in view.index.groups:
+        if boundary is not None and g.index <= boundary:
+            continue
         if g.kind == "system" or view.is_original(g.index) or g.open_calls:
             continue
         if first is None:
