@@ -30,6 +30,7 @@ from kompakt.strategies import (
     CompactionContext,
     KeepFirstAndLast,
     Pipeline,
+    Rehydrate,
     RemoveToolCalls,
     SlidingWindow,
     Summarize,
@@ -63,6 +64,9 @@ STRATEGIES: dict[str, Factory] = {
     "clamp_all": lambda total: ClampOversized(max_tokens=200, min_preserved=0),
     "supersede": lambda total: SupersedeReads(),
     "supersede_path": lambda total: SupersedeReads(key="path", min_preserved=0),
+    "rehydrate": lambda total: Pipeline(
+        [SlidingWindow(keep_last_turns=1), Rehydrate(files=3, max_file_tokens=60)]
+    ),
     "pipeline": lambda total: Pipeline(
         [
             SupersedeReads(),
@@ -71,6 +75,9 @@ STRATEGIES: dict[str, Factory] = {
         ]
     ),
 }
+NOT_IDEMPOTENT = frozenset({"rehydrate"})
+"""A rehydrated copy is an original to a second pass over the output (a new user turn
+the window may drop); in a persistent view the next compaction replaces it instead."""
 BUDGET_FRACTIONS = (0.5, 0.2, 0.05)
 SUMMARY = "Goal: the user's task. Done so far: files read, tests run. Next: continue."
 
@@ -107,7 +114,8 @@ def test_every_strategy_keeps_the_invariants(conv: list[Message], name: str) -> 
     strategy = STRATEGIES[name](total)
     view, out = run(strategy, conv)
     check_view(view, validity(conv))
-    assert_idempotent(strategy, out)
+    if name not in NOT_IDEMPOTENT:
+        assert_idempotent(strategy, out)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -162,7 +170,7 @@ def test_real_transcripts_at_every_budget(path: Path) -> None:
     for name, factory in STRATEGIES.items():
         view, out = run(factory(total), conv)
         check_view(view, validity(conv))
-        if name != "pipeline":
+        if name != "pipeline" and name not in NOT_IDEMPOTENT:
             assert_idempotent(factory(total), out)
 
 

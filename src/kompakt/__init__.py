@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "SupersedeReads": "kompakt.strategies",
     "Pipeline": "kompakt.strategies",
     "Budgeted": "kompakt.strategies",
+    "Rehydrate": "kompakt.strategies",
     # summaries and facts
     "Summarize": "kompakt.strategies",
     "WholeHistory": "kompakt.strategies",
@@ -126,6 +127,10 @@ _EXPORTS: dict[str, str] = {
     "as_history_processor": "kompakt.compactor",
     "strategy_from_name": "kompakt.config",
     "to_dicts": "kompakt.formats",
+    "Overflow": "kompakt.overflow",
+    "parse_overflow": "kompakt.overflow",
+    "compact_for_retry": "kompakt.recovery",
+    "compact_for_retry_async": "kompakt.recovery",
 }
 
 __all__ = [
@@ -185,10 +190,12 @@ __all__ = [
     "Never",
     "Not",
     "OpenAIModel",
+    "Overflow",
     "Part",
     "Pipeline",
     "PostgresStore",
     "Problem",
+    "Rehydrate",
     "RemoveToolCalls",
     "Role",
     "RunResult",
@@ -220,11 +227,14 @@ __all__ = [
     "apply_compaction",
     "apply_compaction_async",
     "as_history_processor",
+    "compact_for_retry",
+    "compact_for_retry_async",
     "detect_format",
     "dump",
     "find_problems",
     "load",
     "model_from_string",
+    "parse_overflow",
     "strategy_from_name",
     "to_dicts",
     "tool",
@@ -309,6 +319,14 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         Usage,
         model_from_string,
     )
+    from kompakt.overflow import (
+        Overflow,
+        parse_overflow,
+    )
+    from kompakt.recovery import (
+        compact_for_retry,
+        compact_for_retry_async,
+    )
     from kompakt.store import (
         CompactionRecord,
         HistoryStore,
@@ -333,6 +351,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         FromLastN,
         KeepFirstAndLast,
         Pipeline,
+        Rehydrate,
         RemoveToolCalls,
         SlidingWindow,
         Step,

@@ -45,7 +45,8 @@ from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.registry import as_model
-from kompakt.strategies._common import COMPOSITE, run_strategy_sync
+from kompakt.overflow import Overflow
+from kompakt.strategies._common import COMPOSITE, _token_limit, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
     Step,
@@ -54,8 +55,9 @@ from kompakt.strategies.base import (
     default_target,
     run_strategy,
 )
+from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
-from kompakt.triggers import Always, Trigger, TriggerLike, as_trigger
+from kompakt.triggers import Always, TokensBelow, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
 if TYPE_CHECKING:
@@ -95,6 +97,9 @@ class CompactionEvent:
     """Each fallback taken, as "Strategy: why"."""
     shortfall: str | None = None
     """Why the target was not reached, naming the option to change (None: reached)."""
+    overflow: Overflow | None = None
+    """The provider's context-overflow error this compaction answered (an overflow
+    recovery: compacted tighter to retry the refused request), else None."""
 
     @classmethod
     def before(cls, view: View, reason: str = "") -> CompactionEvent:
@@ -143,7 +148,7 @@ Truncation −700'
         if not self.changed:
             return f"no compaction ({self.reason})" if self.reason else "no compaction"
         done = ", ".join(
-            f"{s.strategy} −{s.tokens_before - s.tokens_after:,}"
+            f"{s.strategy} {_delta(s.tokens_after - s.tokens_before)}"
             for s in self.steps
             if s.changed and s.tokens_before != s.tokens_after and s.detail != COMPOSITE
         )
@@ -162,7 +167,14 @@ Truncation −700'
             line += f"; fallback: {'; '.join(self.fallbacks)}"
         if self.shortfall:
             line += f"; {self.shortfall}"
+        if self.overflow is not None:
+            line += f"; overflow recovery ({self.overflow.provider})"
         return line
+
+
+def _delta(tokens: int) -> str:
+    """A step's change: −saved, or +added (a rehydration brings content back)."""
+    return f"+{tokens:,}" if tokens > 0 else f"−{-tokens:,}"
 
 
 class Compactor:
@@ -179,6 +191,9 @@ class Compactor:
         summarizer: the model summary strategies use when they have none of their own.
         min_preserved: if given, overrides `min_preserved` on the strategy (and the
             strategies inside a `Pipeline` or `Budgeted`).
+        rehydrate: after a compaction that changed the view, bring back the newest
+            files the agent read or edited, its plan and pinned memory
+            (`kompakt.strategies.Rehydrate`), within the budget.
 
     >>> from kompakt.strategies import Budgeted
     >>> Compactor(strategy=Budgeted(8_000)).trigger
@@ -194,6 +209,7 @@ class Compactor:
         tokenizer: Tokenizer | None = None,
         summarizer: ChatModel | str | None = None,
         min_preserved: int | None = None,
+        rehydrate: Rehydrate | None = None,
     ) -> None:
         if strategy is None:
             raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
@@ -210,6 +226,7 @@ class Compactor:
         )
         self.tokenizer = tokenizer
         self.summarizer = as_model(summarizer)
+        self.rehydrate = rehydrate
         self._view: View | None = None
 
     # -- the persistent view --------------------------------------------------------
@@ -262,7 +279,11 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        run_strategy_sync(self.strategy, work, ctx)
+        strategy, target = self.with_room()
+        ctx.target = target
+        run_strategy_sync(strategy, work, ctx)
+        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            run_strategy_sync(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
 
     async def compact_async(
@@ -272,8 +293,45 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        await run_strategy(self.strategy, work, ctx)
+        strategy, target = self.with_room()
+        ctx.target = target
+        await run_strategy(strategy, work, ctx)
+        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            await run_strategy(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
+
+    def with_room(self) -> tuple[StrategyLike, Trigger]:
+        """The strategy and target to compact with, leaving room for the rehydration
+        after it: a `Budgeted` budget or a token target lowered by
+        `Rehydrate.room_for` (unchanged without `rehydrate`).
+
+        >>> from kompakt.strategies import Budgeted, Rehydrate
+        >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=1_000))
+        >>> c.with_room()[0].token_budget
+        7000
+        """
+        if self.rehydrate is None:
+            return self.strategy, self.target
+        budget = getattr(self.strategy, "token_budget", None)
+        limit = _token_limit(self.target)
+        strategy, target = self.strategy, self.target
+        if isinstance(budget, int):
+            strategy = copy.copy(self.strategy)
+            strategy.token_budget = max(1, budget - self.rehydrate.room_for(budget))
+        if limit is not None:
+            target = TokensBelow(max(1, limit - self.rehydrate.room_for(limit)))
+        return strategy, target
+
+    def _rehydrate_context(self, ctx: CompactionContext) -> CompactionContext:
+        """The rehydration measures its room against the budget and target as given."""
+        budget = getattr(self.strategy, "token_budget", None)
+        return CompactionContext(
+            ctx.view,
+            target=self.target,
+            budget=budget if isinstance(budget, int) else None,
+            summarizer=ctx.summarizer,
+            steps=ctx.steps,
+        )
 
     def _start(
         self, source: MessageIndex | Sequence[Message], force: bool
@@ -322,6 +380,7 @@ class Compactor:
             "tokenizer",
             "summarizer",
             "early_stop",
+            "rehydrate",
         }
         unknown = sorted(set(data) - known)
         if unknown:
@@ -353,6 +412,7 @@ class Compactor:
             tokenizer=_tokenizer(data.get("tokenizer")),
             summarizer=_summarizer(data.get("summarizer")),
             min_preserved=_min_preserved(data.get("min_preserved")),
+            rehydrate=_rehydrate(data.get("rehydrate")),
         )
 
     def __repr__(self) -> str:
@@ -380,6 +440,27 @@ def _min_preserved(value: Any) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ConfigError(f"`min_preserved` must be an int >= 0, got {value!r}")
     return value
+
+
+def _rehydrate(spec: Any) -> Rehydrate | None:
+    """``rehydrate = true`` or a ``[rehydrate]`` table of `Rehydrate`'s options."""
+    if spec is None or spec is False:
+        return None
+    if spec is True:
+        return Rehydrate()
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"`rehydrate` must be true or a table, got {spec!r}")
+    allowed = {"files", "max_file_tokens", "max_tokens", "plan", "pinned"}
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) in [rehydrate]: {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(allowed))})"
+        )
+    for flag in ("plan", "pinned"):
+        if flag in spec:
+            _bool(spec[flag], f"rehydrate.{flag}")
+    return Rehydrate(**spec)
 
 
 def _tokenizer(spec: Any) -> Tokenizer | None:

@@ -35,7 +35,9 @@ Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
 
 PartKind: TypeAlias = Literal["text", "image", "audio", "file", "other"]
 
-Synthetic: TypeAlias = Literal["summary", "collapsed", "clamped", "superseded", "omitted", "facts"]
+Synthetic: TypeAlias = Literal[
+    "summary", "collapsed", "clamped", "superseded", "omitted", "facts", "rehydrated"
+]
 """What a message made by kompakt stands for (None on every original)."""
 
 ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})

@@ -43,6 +43,7 @@ from typing import Any, Literal, TypeAlias
 from kompakt.agent.background import BackgroundCompaction, run_compaction
 from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
 from kompakt.agent.fresh import keep_fresh_results
+from kompakt.agent.overflow_retry import call_recovering
 from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
 from kompakt.agent.target import explain_shortfall, kept_by
@@ -55,7 +56,8 @@ from kompakt.models.base import ChatModel, ChatResponse, run_sync
 from kompakt.models.registry import as_model, model_from_env
 from kompakt.store.base import CompactionRecord, HistoryStore
 from kompakt.store.memory import MemoryStore
-from kompakt.strategies.base import StrategyLike
+from kompakt.strategies._common import _token_limit
+from kompakt.strategies.base import CompactionContext, StrategyLike
 from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.triggers import (
     ContextFraction,
@@ -105,6 +107,8 @@ class Agent:
         recall_tokens: most tokens one recall returns.
         max_tokens: passed to each model call.
         tokenizer: counts tokens (default: the compactor's, else `CharEstimator`).
+        recover_from_overflow: when the provider refuses a request as over its context
+            window, compact tighter and retry the call once (see docs/agent.md).
     """
 
     def __init__(
@@ -126,6 +130,7 @@ class Agent:
         recall_tokens: int = 4000,
         max_tokens: int | None = None,
         tokenizer: Tokenizer | None = None,
+        recover_from_overflow: bool = True,
     ) -> None:
         if hook not in ("before_model", "after_run", "both"):
             raise ConfigError(f"`hook` must be before_model, after_run or both, got {hook!r}")
@@ -144,6 +149,7 @@ class Agent:
         self.warn_fraction = warn_fraction
         self.recall_tokens = recall_tokens
         self.max_tokens = max_tokens
+        self.recover_from_overflow = recover_from_overflow
         self.tokenizer: Tokenizer = (
             tokenizer or (compactor.tokenizer if compactor else None) or CharEstimator()
         )
@@ -271,6 +277,9 @@ class Agent:
             log.info("session %s: %s", self.session, note)
 
     async def _call_model(self, result: RunResult) -> ChatResponse:
+        return await call_recovering(self, result, lambda: self._send(result))
+
+    async def _send(self, result: RunResult) -> ChatResponse:
         view = self._load()
         request = view.render()
         estimate = view.total_tokens
@@ -319,17 +328,23 @@ class Agent:
             else:
                 log.info("session %s: nothing usable was prepared; compacting afresh", self.session)
         if fires:
+            # the compactor's strategy and target leave room for its rehydration
+            narrowed, target = self.compactor.with_room()
+            within = None
             if forced:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
                 reason = "requested by the model (compact_context)"
             else:
-                stop = Shifted(self.compactor.target, self._offset)
+                stop = Shifted(target, self._offset)
                 reason = (
                     f"{self.compactor.trigger!r} fired at {self._metrics().total_tokens:,} tokens"
                 )
-            strategy = calibrated_strategy(self.compactor.strategy, self._offset)
+                within = self._rehydrate_within()
+            strategy = calibrated_strategy(narrowed, self._offset)
             try:
-                event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
+                event = await self._compact(
+                    strategy, stop, reason=reason, check_trigger=False, rehydrate_within=within
+                )
             except BudgetImpossible as e:  # the request may still go through: let it try
                 self._warn(f"compaction could not reach its budget: {e}")
             else:
@@ -357,19 +372,27 @@ class Agent:
             self._warn(event.shortfall)
 
     async def _compact(
-        self, strategy: StrategyLike, stop: Trigger, *, reason: str, check_trigger: bool
+        self,
+        strategy: StrategyLike,
+        stop: Trigger,
+        *,
+        reason: str,
+        check_trigger: bool,
+        rehydrate_within: int | None = None,
     ) -> CompactionEvent:
         view = self._load()
         work = view.copy()
         summarizer = self.compactor.summarizer if self.compactor else None
         event = await run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
         self._view = work
-        self._after_compaction(work, self._budget(strategy, 0))
+        self._after_compaction(work, self._budget(strategy, 0), rehydrate_within)
         event.tokens_after, event.messages_after = work.total_tokens, work.message_count
         log.info("session %s: %s", self.session, event.summary())
         return event
 
-    def _after_compaction(self, view: View, budget: int | None) -> None:
+    def _after_compaction(
+        self, view: View, budget: int | None, rehydrate_within: int | None = None
+    ) -> None:
         self._dirty = True
         if self._recall:
             add_recall_notes(view)
@@ -378,6 +401,21 @@ class Agent:
         warning = keep_fresh_results(view, budget)
         if warning is not None:
             self._warn(warning)
+        rehydrate = self.compactor.rehydrate if self.compactor is not None else None
+        if rehydrate is not None:  # files, plan and pinned memory back, within the budget
+            within = rehydrate_within if rehydrate_within is not None else budget
+            rehydrate.apply(view, CompactionContext(view, budget=within))
+
+    def _rehydrate_within(self) -> int | None:
+        """What the compactor's own budget and token target allow, calibrated: the room
+        `Compactor.with_room` left is the rehydration's."""
+        assert self.compactor is not None
+        limits = [self._budget(self.compactor.strategy, self._offset)]
+        target = _token_limit(self.compactor.target)
+        if target is not None:
+            limits.append(target - self._offset)
+        known = [x for x in limits if x is not None]
+        return max(1, min(known)) if known else None
 
     def _budget(self, strategy: StrategyLike, offset: int) -> int | None:
         """Estimated tokens the view must fit in: the strategy's `token_budget` (moved by
@@ -389,10 +427,17 @@ class Agent:
 
     async def _after_run(self, result: RunResult) -> None:
         if self.compactor is not None and self._fires():
-            stop = Shifted(self.compactor.target, self._offset)
+            narrowed, target = self.compactor.with_room()
+            stop = Shifted(target, self._offset)
             reason = f"after the run: {self.compactor.trigger!r} fired"
-            strategy = calibrated_strategy(self.compactor.strategy, self._offset)
-            event = await self._compact(strategy, stop, reason=reason, check_trigger=False)
+            strategy = calibrated_strategy(narrowed, self._offset)
+            event = await self._compact(
+                strategy,
+                stop,
+                reason=reason,
+                check_trigger=False,
+                rehydrate_within=self._rehydrate_within(),
+            )
             self._explain(event)
             result.compactions.append(event)
         if self._dirty:

@@ -32,7 +32,9 @@ ANNOTATION_FIELDS = ("id", "pinned", "memory", "synthetic", "covers", "metadata"
 """kompakt-only fields (no provider format has them)."""
 
 _PART_KINDS = frozenset({"text", "image", "audio", "file", "other"})
-_SYNTHETIC = frozenset({"summary", "collapsed", "clamped", "superseded", "omitted", "facts"})
+_SYNTHETIC = frozenset(
+    {"summary", "collapsed", "clamped", "superseded", "omitted", "facts", "rehydrated"}
+)
 
 
 def derived_id(message: Message) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kompakt.errors import ConfigError, KompaktError, ModelError
 from kompakt.messages import Message, ToolCall
+from kompakt.overflow import parse_overflow
 from kompakt.tokens import CharEstimator, Tokenizer
 
 __all__ = [
@@ -213,6 +214,8 @@ def is_transient(exc: BaseException) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
+        if status >= 500 and parse_overflow(exc) is not None:
+            return False  # some servers answer an overflow with a 5xx: it never passes
         return status in TRANSIENT_STATUS or status >= 500
     kind = type(exc).__name__
     return "Timeout" in kind or "Connection" in kind or "Overloaded" in kind

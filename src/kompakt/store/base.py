@@ -155,6 +155,10 @@ def event_summary(event: Any) -> dict[str, Any]:
     steps = getattr(event, "steps", None)
     if steps:
         out["strategies"] = [getattr(s, "strategy", str(s)) for s in steps]
+    overflow = getattr(event, "overflow", None)
+    if overflow is not None:  # an overflow recovery: what the provider said
+        keys = ("provider", "limit", "requested", "tokens_over", "output_tokens", "message")
+        out["overflow"] = {k: _plain(getattr(overflow, k, None)) for k in keys}
     return out
 
 
@@ -178,13 +182,18 @@ def apply_record(view: View, record: CompactionRecord) -> View:
     index = view.index
     placed: dict[int, list[Message]] = {}
     covered: set[int] = set()
+    last = -1
     for m in record.synthetic:
         # an original kept inside a partly replaced group (a call whose result was clamped
         # or superseded) goes back to its own group, before the synthetic messages after it
         ids = m.covers if m.synthetic is not None else (m.id,)
         groups = sorted({index.group_of(p).index for p in _positions(index, ids)})
+        if not groups and m.synthetic is not None and not m.covers and last in placed:
+            placed[last].append(m)  # a copy covering nothing (rehydrated) stays where it was
+            continue
         if not groups:
             continue
+        last = groups[0]
         placed.setdefault(groups[0], []).append(m)
         covered.update(groups)
     for g in sorted(covered):

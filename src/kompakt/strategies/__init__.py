@@ -28,6 +28,7 @@ from kompakt.strategies.facts import (
 )
 from kompakt.strategies.first_last import KeepFirstAndLast
 from kompakt.strategies.pipeline import Pipeline
+from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.strategies.remove_tools import RemoveToolCalls
 from kompakt.strategies.summarize import Chunked, FromLastN, Summarize, WholeHistory
 from kompakt.strategies.supersede import SupersedeReads
@@ -51,6 +52,7 @@ __all__ = [
     "FromLastN",
     "KeepFirstAndLast",
     "Pipeline",
+    "Rehydrate",
     "RemoveToolCalls",
     "SlidingWindow",
     "Step",

@@ -1,0 +1,166 @@
+"""Recovering from a context overflow: compact tighter, retry once.
+
+When a provider refuses a request as too long (`parse_overflow` recognises the error),
+`compact_for_retry` compacts what was sent to a tighter budget, taken from how far over
+the request was (or 20% below it when the error does not say), and returns the
+smaller request with a `CompactionEvent` whose `overflow` records the error. Retry
+once: if the smaller request overflows too, give up (`BudgetImpossible`), never loop.
+The `Agent` does exactly this on its own (``recover_from_overflow=True``).
+
+>>> from kompakt import Message, Overflow
+>>> sent = [Message.system("be brief")] + [Message.user(f"q{i} " + "x" * 400) for i in range(20)]
+>>> overflow = Overflow("anthropic", "prompt is too long", limit=1_000, requested=2_000)
+>>> smaller, event = compact_for_retry(sent, overflow)
+>>> event.tokens_after <= overflow.retry_budget(event.tokens_before), event.overflow is overflow
+(True, True)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from kompakt.compactor import CompactionEvent, _prepare, _read, _strategy
+from kompakt.errors import BudgetImpossible
+from kompakt.index import MessageIndex
+from kompakt.overflow import DEFAULT_STEP, Overflow
+from kompakt.strategies._common import run_strategy_sync
+from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
+from kompakt.strategies.budgeted import Budgeted, core_breakdown
+from kompakt.tokens import Tokenizer
+from kompakt.view import View
+
+if TYPE_CHECKING:
+    from kompakt.models.base import ChatModel
+
+__all__ = [
+    "compact_for_retry",
+    "compact_for_retry_async",
+    "retry_impossible",
+    "retry_strategy",
+]
+
+
+def retry_strategy(strategy: StrategyLike | str | None, budget: int) -> Budgeted:
+    """The strategy that brings a refused request down to `budget`: a strict `Budgeted`
+    at that budget, running a `Budgeted`'s own chain, any other strategy as its chain,
+    or (None) the default chain. What must be kept and cannot fit raises `BudgetImpossible`.
+
+    >>> from kompakt.strategies import SlidingWindow
+    >>> s = retry_strategy(SlidingWindow(keep_last_turns=2), 5_000)
+    >>> s.token_budget, [type(x).__name__ for x in s.strategies]
+    (5000, ['SlidingWindow'])
+    """
+    if strategy is None:
+        return Budgeted(budget)
+    strat = _strategy(strategy)
+    if isinstance(strat, Budgeted):
+        return Budgeted(
+            budget, strat.strategies, early_stop=strat.early_stop, min_preserved=strat.min_preserved
+        )
+    return Budgeted(budget, [strat])
+
+
+def compact_for_retry(
+    messages: Any,
+    overflow: Overflow,
+    *,
+    strategy: StrategyLike | str | None = None,
+    tokenizer: Tokenizer | None = None,
+    format: str | None = None,
+    summarizer: ChatModel | str | None = None,
+    step: float = DEFAULT_STEP,
+) -> tuple[Any, CompactionEvent]:
+    """The refused request compacted to fit, and what was done.
+
+    Args:
+        messages: what was sent (a list of `Message`, anything `kompakt.load` reads,
+            a `MessageIndex` or a `View`); the result has the same form (a list of
+            `Message` for an index, a new `View` for a view). It is never mutated.
+        overflow: the error, as `parse_overflow` read it.
+        strategy: how to compact (default: `Budgeted`'s default chain); run inside a
+            `Budgeted` at the tighter budget, so the result fits or `BudgetImpossible`
+            names what alone does not.
+        tokenizer, format, summarizer: as for `apply_compaction`.
+        step: how much smaller to make it when the error does not say how far over.
+
+    Returns:
+        ``(smaller, event)``; ``event.overflow`` is `overflow`.
+
+    Send `smaller` once. If the provider refuses it too, stop: `retry_impossible`
+    makes the error to raise.
+    """
+    view, ctx, back = _start(messages, format, tokenizer, summarizer)
+    budget = overflow.retry_budget(view.total_tokens, step=step)
+    event, t0 = _event(view, overflow, budget), time.perf_counter()
+    run_strategy_sync(retry_strategy(strategy, budget), view, ctx)
+    return back(view), _finish(event, view, ctx, t0, overflow)
+
+
+async def compact_for_retry_async(
+    messages: Any,
+    overflow: Overflow,
+    *,
+    strategy: StrategyLike | str | None = None,
+    tokenizer: Tokenizer | None = None,
+    format: str | None = None,
+    summarizer: ChatModel | str | None = None,
+    step: float = DEFAULT_STEP,
+) -> tuple[Any, CompactionEvent]:
+    """`compact_for_retry` for strategies that await a model."""
+    view, ctx, back = _start(messages, format, tokenizer, summarizer)
+    budget = overflow.retry_budget(view.total_tokens, step=step)
+    event, t0 = _event(view, overflow, budget), time.perf_counter()
+    await run_strategy(retry_strategy(strategy, budget), view, ctx)
+    return back(view), _finish(event, view, ctx, t0, overflow)
+
+
+def retry_impossible(
+    view: View, overflow: Overflow, *, step: float = DEFAULT_STEP
+) -> BudgetImpossible:
+    """The error for a retry the provider refused again: the budget it would need
+    (by `view`'s own count) and what the view holds, by why it is kept.
+
+    >>> from kompakt import Message, MessageIndex
+    >>> view = View(MessageIndex([Message.user("x" * 400)]))
+    >>> err = retry_impossible(view, Overflow("openai", "...", limit=50, requested=100))
+    >>> err.budget, err.required
+    (49, 104)
+    """
+    budget = overflow.retry_budget(view.total_tokens, step=step)
+    return BudgetImpossible(budget, view.total_tokens, core_breakdown(view))
+
+
+def _start(
+    messages: Any, format: str | None, tokenizer: Tokenizer | None, summarizer: Any
+) -> tuple[View, CompactionContext, Any]:
+    if isinstance(messages, View):
+        view = messages.copy()
+        return view, CompactionContext(view, summarizer=_model(summarizer)), lambda v: v
+    if isinstance(messages, MessageIndex):
+        view = View(messages)
+        ctx = CompactionContext(view, summarizer=_model(summarizer))
+        return view, ctx, lambda v: v.render()
+    msgs, back = _read(messages, format)
+    view, ctx = _prepare(msgs, tokenizer, summarizer)
+    return view, ctx, lambda v: back(v.render())
+
+
+def _model(summarizer: Any) -> Any:
+    from kompakt.models.registry import as_model
+
+    return as_model(summarizer)
+
+
+def _event(view: View, overflow: Overflow, budget: int) -> CompactionEvent:
+    over = f"{overflow.tokens_over:,} tokens over" if overflow.tokens_over else "over the limit"
+    reason = f"{overflow.provider} context overflow ({over}): retrying within {budget:,} tokens"
+    return CompactionEvent.before(view, reason)
+
+
+def _finish(
+    event: CompactionEvent, view: View, ctx: CompactionContext, t0: float, overflow: Overflow
+) -> CompactionEvent:
+    event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
+    event.overflow = overflow
+    return event
