@@ -15,19 +15,42 @@ import copy
 import importlib
 import json
 import threading
-from collections.abc import Callable, Sequence
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
-from kompakt.errors import MissingDependency
+from kompakt.errors import ConfigError, MissingDependency
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.view import View
 
-__all__ = ["Mirror", "Origin", "as_compactor", "as_text", "dumps", "loads_or_text", "require"]
+__all__ = [
+    "PREAMBLE",
+    "Conversations",
+    "Mirror",
+    "Origin",
+    "Oversized",
+    "as_compactor",
+    "as_text",
+    "budget_of",
+    "dumps",
+    "fit_preamble",
+    "is_preamble",
+    "loads_or_text",
+    "preamble",
+    "require",
+]
 
 Origin = tuple[int, int, int]
 """Where a kompakt message came from: (position in the source list, part, parts)."""
+
+Oversized = Literal["error", "clamp"]
+"""What an adapter does with instructions too large for the budget: raise, or cut them (warning)."""
+
+PREAMBLE = "kompakt-preamble:"
+"""Id prefix of the messages standing for what a framework sends besides the conversation."""
 
 Convert = Callable[[Any, int], list[Message]]
 Render = Callable[[Sequence[Message]], list[Any]]
@@ -158,6 +181,23 @@ class Mirror:
         return True
 
     @property
+    def source(self) -> list[Any]:
+        """The framework messages taken in so far."""
+        return self._source
+
+    def prefix_of(
+        self, source: Sequence[Any], same: Callable[[Any, Any], bool] | None = None
+    ) -> int:
+        """How many messages were taken in, when `source` starts with them (else -1)."""
+        seen = self._source
+        if not seen or len(source) < len(seen):
+            return -1
+        for a, b in zip(seen, source, strict=False):
+            if a is not b and (same is None or not same(a, b)):
+                return -1
+        return len(seen)
+
+    @property
     def view(self) -> View:
         """What is sent now: the compactor's persistent view over the index."""
         view: View = self.compactor.view_for(self.index)
@@ -275,3 +315,136 @@ class Mirror:
         if self._alock is None:
             self._alock = asyncio.Lock()
         return self._alock
+
+
+# -- what the framework sends besides the conversation -----------------------------------
+
+
+def preamble(instructions: str | None, tools: Sequence[Mapping[str, Any]] = ()) -> list[Message]:
+    """The agent's instructions and tool schemas as pinned system messages.
+
+    An adapter puts them first in its index so every trigger, target and budget counts
+    what the provider really receives; they are never sent as messages (`is_preamble`).
+
+    >>> [m.id for m in preamble("You fix tests.", [{"name": "ls"}])]
+    ['kompakt-preamble:instructions', 'kompakt-preamble:tools']
+    """
+    out: list[Message] = []
+    if instructions:
+        out.append(Message.system(instructions, id=PREAMBLE + "instructions", pinned=True))
+    if tools:
+        out.append(Message.system(dumps(list(tools)), id=PREAMBLE + "tools", pinned=True))
+    return out
+
+
+def is_preamble(obj: Any) -> bool:
+    """`obj` is one of the messages `preamble` made."""
+    return isinstance(obj, Message) and obj.id.startswith(PREAMBLE)
+
+
+def budget_of(compactor: Any) -> int | None:
+    """The token budget `compactor` keeps to: a `Budgeted` strategy's, else its target's
+    or trigger's token limit (None when it has none)."""
+    c = as_compactor(compactor)
+    budget = getattr(c.strategy, "token_budget", None)
+    if isinstance(budget, int):
+        return budget
+    for rule in (c.target, c.trigger):
+        limit = getattr(rule, "limit", None)
+        if type(rule).__name__.startswith("Tokens") and isinstance(limit, int):
+            return limit
+    return None
+
+
+def fit_preamble(
+    compactor: Any, messages: list[Message], *, oversized: Oversized = "error"
+) -> list[Message]:
+    """`messages` (a `preamble`) when they leave at least a quarter of the budget to the
+    conversation; else a `ConfigError`, or with ``oversized="clamp"`` the instructions cut
+    to fit, with a warning.
+
+    >>> from kompakt import Budgeted
+    >>> fit_preamble(Budgeted(100), preamble("x" * 2_000))
+    Traceback (most recent call last):
+    kompakt.errors.ConfigError: instructions and tool schemas take 500 tokens, more than the 75 a 100-token budget leaves them: shorten them, raise the budget, or pass oversized="clamp"
+    """
+    if oversized not in ("error", "clamp"):
+        raise ConfigError(f"`oversized` must be 'error' or 'clamp', got {oversized!r}")
+    budget = budget_of(compactor)
+    if budget is None or not messages:
+        return messages
+    from kompakt.tokens import CharEstimator
+
+    tok = getattr(as_compactor(compactor), "tokenizer", None) or CharEstimator()
+    room = budget - budget // 4
+    used = sum(tok.count_message(m) for m in messages)
+    if used <= room:
+        return messages
+    if oversized == "error":
+        raise ConfigError(
+            f"instructions and tool schemas take {used} tokens, more than the {room} a "
+            f"{budget}-token budget leaves them: shorten them, raise the budget, "
+            'or pass oversized="clamp"'
+        )
+    from kompakt.strategies.digest import clamp_tokens
+
+    others = sum(tok.count_message(m) for m in messages if not m.id.endswith("instructions"))
+    out = []
+    for m in messages:
+        if m.id.endswith("instructions"):
+            limit = max(1, room - others - (tok.count_message(m) - tok.count_text(m.text)))
+            m = m.evolve(content=clamp_tokens(m.text, limit, tok), id=m.id)
+        out.append(m)
+    warnings.warn(
+        f"instructions and tool schemas take {used} tokens of a {budget}-token budget; "
+        f"the instructions are cut to fit {room}",
+        stacklevel=3,
+    )
+    return out
+
+
+# -- several conversations through one adapter -------------------------------------------
+
+
+class Conversations:
+    """The mirrors of the conversations one adapter instance serves.
+
+    A conversation is recognised by what it starts with: `find` returns the mirror whose
+    messages so far are a prefix of `source` (the longest such), or a new mirror. Two
+    conversations never share an index, so neither recompacts the other. The newest
+    `limit` conversations are kept.
+    """
+
+    def __init__(
+        self,
+        make: Callable[[], Mirror],
+        *,
+        same: Callable[[Any, Any], bool] | None = None,
+        limit: int = 256,
+    ) -> None:
+        self._make = make
+        self._same = same
+        self._limit = limit
+        self._mirrors: OrderedDict[int, Mirror] = OrderedDict()
+        self.events: list[Any] = []
+        """Every compaction of every conversation, oldest first."""
+
+    def __len__(self) -> int:
+        return len(self._mirrors)
+
+    def find(self, source: Sequence[Any]) -> tuple[Mirror, bool]:
+        """The mirror for `source`, and whether it is new."""
+        best: Mirror | None = None
+        for mirror in self._mirrors.values():
+            n = mirror.prefix_of(source, self._same)
+            if n > 0 and (best is None or n > len(best.source)):
+                best = mirror
+        if best is not None:
+            self._mirrors.move_to_end(id(best))
+            return best, False
+        mirror = self._make()
+        mirror.events = self.events
+        self._mirrors[id(mirror)] = mirror
+        while len(self._mirrors) > self._limit:
+            self._mirrors.popitem(last=False)
+        return mirror, True
