@@ -32,7 +32,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kompakt.integrations._bridge import Mirror
+from kompakt.integrations._bridge import (
+    Conversations,
+    Mirror,
+    Oversized,
+    as_compactor,
+    fit_preamble,
+    is_preamble,
+    preamble,
+)
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["KompaktSession", "from_openai_agents", "model_input_filter", "to_openai_agents"]
@@ -295,6 +303,7 @@ class KompaktSession:
         self._lock = asyncio.Lock()
         self._loaded: list[Message] = []
         self._mirror = self._new_mirror()
+        self._filter: Any = None
 
     def _new_mirror(self) -> Mirror | None:
         if self.compactor is None:
@@ -305,6 +314,28 @@ class KompaktSession:
     def events(self) -> list[Any]:
         """Every compaction this session object ran."""
         return self._mirror.events if self._mirror is not None else []
+
+    def run_config(self, *, oversized: Oversized = "clamp", **options: Any) -> Any:
+        """A ``RunConfig`` whose model input filter compacts during a run too.
+
+        From then on the session hands the runner its originals and the filter compacts
+        before every model call (instructions and tool schemas counted), so one long
+        tool run stays in budget, and the view lives in the session's store: the next run,
+        or a new process on the same store, sends what the last call would have sent
+        next. `options` go to ``RunConfig`` as they are; see `model_input_filter` for
+        `oversized`.
+
+        ```python
+        await Runner.run(agent, "fix it", session=session, run_config=session.run_config())
+        ```
+        """
+        from agents import RunConfig
+
+        if self.compactor is None:
+            return RunConfig(**options)
+        if self._filter is None:
+            self._filter = _filter(self.compactor, oversized, self)
+        return RunConfig(call_model_input_filter=self._filter, **options)
 
     # -- hidden originals (pop_item, clear_session) ---------------------------------
 
@@ -331,8 +362,8 @@ class KompaktSession:
         """The compacted history as input items (the newest `limit`, never an orphan output)."""
         async with self._lock:
             visible = self._visible()
-            if self._mirror is None:
-                messages = visible
+            if self._mirror is None or self._filter is not None:
+                messages = visible  # the run's filter compacts (see `run_config`)
             else:
                 before = len(self._mirror.events)
                 new = self._mirror.sync(visible)
@@ -346,6 +377,7 @@ class KompaktSession:
         return _tail(items, limit)
 
     def _restore(self, mirror: Mirror) -> None:
+        """Put the store's last recorded view on `mirror`'s fresh index."""
         from kompakt.store.base import apply_record
 
         records = self.store.compactions(self.session_id)
@@ -386,23 +418,77 @@ class KompaktSession:
             self._save_state({"start": self.store.count(self.session_id), "hidden": []})
 
 
-def model_input_filter(compactor: Any) -> Callable[[Any], Awaitable[Any]]:
+def model_input_filter(
+    compactor: Any, *, oversized: Oversized = "clamp"
+) -> Callable[[Any], Awaitable[Any]]:
     """A ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
+
+    The agent's instructions and tool schemas are counted in the budget (the SDK sends
+    them beside the input); instructions leaving less than a quarter of the budget are
+    cut to fit with a warning (``oversized="clamp"``) or raise `ConfigError` before the
+    first model call (``"error"``). One filter serves any number of conversations at
+    once: each, recognised by the items it starts with, has its own index.
 
     ```python
     config = RunConfig(call_model_input_filter=model_input_filter(compactor))
     await Runner.run(agent, "fix the failing test", run_config=config)
     ```
     """
-    mirror = Mirror(compactor, lambda m, pos: [m], list, same=_same_message)
+    return _filter(compactor, oversized, None)
+
+
+def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any], Awaitable[Any]]:
+    """`model_input_filter`; bound to a `KompaktSession`, a conversation starts from the
+    view the session's store recorded last and records every compaction there."""
+    template = as_compactor(compactor)
+    conversations = Conversations(
+        lambda: Mirror(template, lambda m, pos: [m], list, same=_same_message), same=_same_message
+    )
 
     async def kompakt_input(data: Any) -> Any:
         model_data = data.model_data
-        out = await mirror.aprocess(from_openai_agents([_plain(i) for i in model_data.input]))
-        return replace(model_data, input=to_openai_agents(out))
+        extra = fit_preamble(
+            template,
+            preamble(model_data.instructions, _tool_schemas(data.agent)),
+            oversized=oversized,
+        )
+        msgs = [*extra, *from_openai_agents([_plain(i) for i in model_data.input])]
+        while True:
+            mirror, new = conversations.find(msgs)
+            async with mirror.alock:
+                if not new and mirror.prefix_of(msgs, _same_message) < 0:
+                    continue
+                mirror.sync(msgs)
+                if new and session is not None:
+                    session._restore(mirror)
+                before = len(mirror.events)
+                await mirror.acompact()
+                if session is not None and len(mirror.events) > before:
+                    session._record(mirror)
+                out = [m for m in mirror.render() if not is_preamble(m)]
+                break
+        instructions = next((m.text for m in extra if m.id.endswith("instructions")), None)
+        return replace(
+            model_data,
+            input=to_openai_agents(out),
+            instructions=instructions if instructions is not None else model_data.instructions,
+        )
 
-    kompakt_input.mirror = mirror  # type: ignore[attr-defined]
+    kompakt_input.conversations = conversations  # type: ignore[attr-defined]
+    kompakt_input.events = conversations.events  # type: ignore[attr-defined]
     return kompakt_input
+
+
+def _tool_schemas(agent: Any) -> list[dict[str, Any]]:
+    """What the SDK sends for the agent's function tools: name, description, JSON schema."""
+    out: list[dict[str, Any]] = []
+    for t in getattr(agent, "tools", None) or ():
+        schema = getattr(t, "params_json_schema", None)
+        entry = {"name": getattr(t, "name", type(t).__name__)}
+        if schema is not None:
+            entry.update(description=getattr(t, "description", ""), parameters=schema)
+        out.append(entry)
+    return out
 
 
 def _same_message(a: Message, b: Message) -> bool:
