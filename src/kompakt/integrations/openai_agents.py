@@ -312,7 +312,10 @@ class KompaktSession:
 
     @property
     def events(self) -> list[Any]:
-        """Every compaction this session object ran."""
+        """Every compaction this session object ran (its run filter's included)."""
+        if self._filter is not None:
+            events: list[Any] = self._filter.events
+            return events
         return self._mirror.events if self._mirror is not None else []
 
     def run_config(self, *, oversized: Oversized = "clamp", **options: Any) -> Any:
