@@ -228,7 +228,7 @@ class PerSession(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         import asyncio
 
         self.requests.append((options, from_maf(messages)))
-        task = [m.text for m in messages if m.role == "user"][-1]
+        task = [m.text for m in messages if m.role == "user" and m.text.startswith("task")][-1]
         k = self.done.get(task, 0) + 1
         self.done[task] = k
         await asyncio.sleep(0)  # let a concurrent session in
@@ -371,11 +371,12 @@ async def test_without_the_provider_notes_persist_as_maf_summaries() -> None:
     assert _texts(client.requests[0][1]) == [*last, "done task a", "task b"]
     stored = restored.state["in_memory"]["messages"]
     notes = [m for m in stored if "_kompakt_synthetic" in m.additional_properties]
-    assert notes and all(m.additional_properties["_group"]["_summary_of_message_ids"] for m in notes)
+    assert notes
+    assert all(m.additional_properties["_group"]["_summary_of_message_ids"] for m in notes)
 
 
 async def test_maf_tool_result_summaries_are_kept_as_messages() -> None:
-    from agent_framework import ToolResultCompactionStrategy, TokenBudgetComposedStrategy
+    from agent_framework import TokenBudgetComposedStrategy, ToolResultCompactionStrategy
 
     client = PerSession(steps=8)
     from agent_framework import CharacterEstimatorTokenizer
@@ -414,3 +415,37 @@ async def test_streaming_run_compacts_too() -> None:
     for options, msgs in client.requests:
         assert_valid_history(msgs)
         assert _sent(options, msgs) <= 4_000
+
+
+async def test_the_agents_own_client_writes_the_summaries() -> None:
+    from kompakt import Summarize
+    from kompakt.integrations.maf import MAFChatModel
+
+    class Writer(BaseChatClient[Any]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[Any] = []
+
+        async def _answer(self, messages: list[Any]) -> ChatResponse:
+            self.seen.append(messages)
+            return ChatResponse(messages=[Message("assistant", ["Goal: find the bug. Read f1."])])
+
+        def _inner_get_response(
+            self, *, messages: Any, stream: bool, options: Any, **kw: Any
+        ) -> Any:
+            return self._answer(list(messages))
+
+    writer = Writer()
+    compactor = Compactor(
+        trigger=TokensExceed(4_000),
+        strategy=Summarize(keep_last=2),
+        summarizer=MAFChatModel(writer),
+    )
+    client = PerSession(steps=10)
+    strategy = KompaktStrategy(compactor)
+    agent = _agent(client, strategy)
+    await agent.run("task a", session=agent.create_session())
+    assert writer.seen, "the client was never asked for a summary"
+    assert any("Read f1." in m.text for m in client.requests[-1][1])
+    for _, msgs in client.requests:
+        assert_valid_history(msgs)

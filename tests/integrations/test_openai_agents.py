@@ -255,7 +255,8 @@ def _long_script(tag: str, steps: int = LONG) -> ScriptedModel:
     for i in range(steps):
         batch = [function_call("read_file", {"path": f"{tag}{i}.py"}, call_id=f"{tag}c{i}")]
         if i % 7 == 3:  # a parallel batch
-            batch.append(function_call("read_file", {"path": f"{tag}p{i}.py"}, call_id=f"{tag}p{i}"))
+            path = {"path": f"{tag}p{i}.py"}
+            batch.append(function_call("read_file", path, call_id=f"{tag}p{i}"))
         calls.append(ModelStep(output=batch))
     return ScriptedModel([*calls, ModelStep(output=[assistant_message(f"done {tag}")])])
 
@@ -369,3 +370,21 @@ async def test_streamed_run_compacts_too() -> None:
     for call in model.calls:
         assert_valid_history(from_openai_agents([_plain(i) for i in call.input]))
         assert _sent_tokens(call, agent) <= 4_000
+
+
+async def test_the_agents_own_model_writes_the_summaries() -> None:
+    from kompakt import Summarize
+    from kompakt.integrations.openai_agents import AgentsChatModel
+
+    writer = ScriptedModel(
+        [ModelStep(output=[assistant_message("Goal: read files. Read r0s0.py so far.")])] * 20
+    )
+    summarizer = AgentsChatModel(writer)
+    compactor = Compactor(trigger=TokensExceed(4_000), strategy=Summarize(keep_last=2))
+    compactor.summarizer = summarizer
+    session = KompaktSession("s1", compactor=compactor)
+    await _conversation(session)
+    assert writer.calls, "the agent's model was never asked for a summary"
+    items = await session.get_items()
+    assert any("Read r0s0.py so far" in json.dumps(i) for i in items)
+    assert summarizer.total_usage.calls == len(writer.calls)

@@ -364,9 +364,9 @@ def fit_preamble(
     to fit, with a warning.
 
     >>> from kompakt import Budgeted
-    >>> fit_preamble(Budgeted(100), preamble("x" * 2_000))
+    >>> fit_preamble(Budgeted(100), preamble("x" * 2_000))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    kompakt.errors.ConfigError: instructions and tool schemas take 500 tokens, more than the 75 a 100-token budget leaves them: shorten them, raise the budget, or pass oversized="clamp"
+    kompakt.errors.ConfigError: instructions and tool schemas take ... tokens, more than ...
     """
     if oversized not in ("error", "clamp"):
         raise ConfigError(f"`oversized` must be 'error' or 'clamp', got {oversized!r}")

@@ -46,8 +46,16 @@ from kompakt.integrations._bridge import (
     require,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
-__all__ = ["KompaktStrategy", "from_maf", "to_maf", "tool_schemas"]
+__all__ = ["KompaktStrategy", "MAFChatModel", "from_maf", "to_maf", "tool_schemas"]
 
 _KEY = "maf"
 _WHAT = "kompakt.integrations.maf"
@@ -310,7 +318,7 @@ def _same(a: Any, b: Any) -> bool:
     so only ids a provider gave are compared.
     """
     if isinstance(a, Message) or isinstance(b, Message):
-        return a == b
+        return a is b or (isinstance(a, Message) and isinstance(b, Message) and a == b)
     if a.role != b.role or a.text != b.text:
         return False
     ids = (a.message_id or "", b.message_id or "")
@@ -610,3 +618,31 @@ def _write_back(
         changed = True
     messages[:] = out
     return changed
+
+
+# -- the agent's own client as kompakt's summarizer -----------------------------------------
+
+
+class MAFChatModel(BaseChatModel):
+    """A MAF chat client as a kompakt `ChatModel`, so summaries use the agent's own client.
+
+    ```python
+    compactor = Compactor(strategy=Budgeted(60_000), summarizer=MAFChatModel(client))
+    ```
+    """
+
+    def __init__(self, client: Any, *, name: str | None = None, **options: Any) -> None:
+        super().__init__(name=name or f"maf:{type(client).__name__}", **options)
+        self.client = client
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        options: dict[str, Any] = {}
+        if request.max_tokens is not None:
+            options["max_tokens"] = request.max_tokens
+        response = await self.client.get_response(to_maf(request.messages), options=options)
+        text = str(response.text or "")
+        usage = response.usage_details or {}
+        given = usage.get("input_token_count") if isinstance(usage, dict) else None
+        if isinstance(given, int) and given:
+            return assistant_response(text, Usage(given, int(usage.get("output_token_count") or 0)))
+        return assistant_response(text, estimate_usage(request.messages, text))

@@ -42,8 +42,22 @@ from kompakt.integrations._bridge import (
     preamble,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
-__all__ = ["KompaktSession", "from_openai_agents", "model_input_filter", "to_openai_agents"]
+__all__ = [
+    "AgentsChatModel",
+    "KompaktSession",
+    "from_openai_agents",
+    "model_input_filter",
+    "to_openai_agents",
+]
 
 _KEY = "openai_agents"
 _TEXT_BLOCKS = ("input_text", "output_text")
@@ -516,3 +530,62 @@ def _tail(items: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]
     out = items[-limit:]
     called = {i.get("call_id") for i in out if i.get("type") == "function_call"}
     return [i for i in out if i.get("type") != "function_call_output" or i.get("call_id") in called]
+
+
+# -- the agent's own model as kompakt's summarizer ------------------------------------------
+
+
+class AgentsChatModel(BaseChatModel):
+    """An Agents SDK `Model` as a kompakt `ChatModel`, so summaries use the agent's model.
+
+    `model` is a `Model` object (``OpenAIResponsesModel``, ``agents.testing.ScriptedModel``
+    ...) or a model name the SDK's default provider resolves. System messages go as the
+    system instructions; the answer is the text of the model's output messages.
+
+    ```python
+    summarizer = AgentsChatModel(agent.model)
+    compactor = Compactor(strategy=Budgeted(60_000), summarizer=summarizer)
+    ```
+    """
+
+    def __init__(self, model: Any, *, name: str | None = None, **options: Any) -> None:
+        label = model if isinstance(model, str) else type(model).__name__
+        super().__init__(name=name or f"agents:{label}", **options)
+        self.model = model
+
+    def _resolve(self) -> Any:
+        if isinstance(self.model, str):
+            from agents.models.multi_provider import MultiProvider
+
+            self.model = MultiProvider().get_model(self.model)
+        return self.model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        from agents import ModelSettings
+        from agents.models.interface import ModelTracing
+
+        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+        rest = [m for m in request.messages if m.role != "system"]
+        settings = ModelSettings(max_tokens=request.max_tokens)
+        response = await self._resolve().get_response(
+            system or None,
+            to_openai_agents(rest),
+            settings,
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        text = "".join(
+            getattr(block, "text", "")
+            for item in response.output
+            if getattr(item, "type", None) == "message"
+            for block in getattr(item, "content", ())
+        )
+        usage = response.usage
+        if getattr(usage, "input_tokens", 0):
+            return assistant_response(text, Usage(usage.input_tokens, usage.output_tokens))
+        return assistant_response(text, estimate_usage(request.messages, text))
