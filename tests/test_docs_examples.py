@@ -39,6 +39,8 @@ MARK = re.compile(r"<!--\s*not-runnable:\s*(.*?)\s*-->\s*$")
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # ("docs/page.md", "a line of the block"): "why it fails (who must fix it)",
 }
+SELF_CONTAINED = {"openai-agents.md", "maf.md"}
+"""Pages whose blocks run on nothing but what the page itself defines."""
 NOT_RUNNABLE: dict[tuple[str, str], str] = {
     # blocks on pages this file's author does not own; their owners may use the marker instead
 }
@@ -81,6 +83,8 @@ def _namespace(page: Path) -> dict[str, Any]:
     """The names the docs' prose assumes, built from real data and the frameworks' test models."""
     from kompakt.models import ScriptedModel
 
+    if page.name in SELF_CONTAINED:
+        return {"__name__": "__docs__"}
     messages = kompakt.load(TRAJ)
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(6_000),
@@ -143,36 +147,9 @@ def _pydantic_ai(compactor: kompakt.Compactor) -> dict[str, Any]:
     return {"model": model, "result": result}
 
 
-def _openai_agents(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("agents")
-    from agents import Agent, RunConfig, Runner, set_tracing_disabled
-    from agents.testing import ModelStep, ScriptedModel, assistant_message
-
-    from kompakt.integrations.openai_agents import KompaktSession, to_openai_agents
-
-    set_tracing_disabled(True)
-    model = ScriptedModel([ModelStep(output=[assistant_message("Fixed a.py.")])])
-    return {
-        "agent": Agent(name="fixer", model=model),
-        "session": KompaktSession("user-42", compactor=compactor),
-        "Runner": Runner,
-        "RunConfig": RunConfig,
-        "items": to_openai_agents(_conversation()),
-    }
-
-
-def _maf(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("agent_framework")
-    from kompakt.integrations.maf import to_maf
-
-    return {"maf_messages": to_maf(_conversation())}
-
-
 PAGE_NAMES = {
     "langchain.md": _langchain,
     "pydantic-ai.md": _pydantic_ai,
-    "openai-agents.md": _openai_agents,
-    "maf.md": _maf,
 }
 """Per page: the framework objects its fragments take as given (`model`, `state`, `items` ...)."""
 
