@@ -449,3 +449,43 @@ async def test_the_agents_own_client_writes_the_summaries() -> None:
     assert any("Read f1." in m.text for m in client.requests[-1][1])
     for _, msgs in client.requests:
         assert_valid_history(msgs)
+
+
+async def test_one_result_of_a_parallel_batch_clamped_keeps_ids_unique_and_resumes() -> None:
+    from kompakt import ClampOversized
+    from kompakt.triggers import Always
+
+    def build() -> list[Any]:
+        calls = [
+            Content.from_function_call(call_id=c, name="read_big", arguments={"path": c})
+            for c in ("big", "small")
+        ]
+        results = [
+            Content.from_function_result(call_id="big", result="x" * 8_000),
+            Content.from_function_result(call_id="small", result="tiny"),
+        ]
+        return [
+            Message("user", ["task a"], message_id="u1"),
+            Message("assistant", calls, message_id="a1"),
+            Message("tool", results, message_id="t1"),
+            Message("assistant", ["read both"], message_id="a2"),
+            Message("user", ["task b"], message_id="u2"),
+        ]
+
+    def strategy() -> KompaktStrategy:
+        clamp = ClampOversized(max_tokens=200, min_preserved=0)
+        return KompaktStrategy(Compactor(trigger=Always(), strategy=clamp))
+
+    messages = build()
+    assert await strategy()(messages)
+    sent = [m for m in messages if not m.additional_properties.get("_excluded")]
+    ids = [m.message_id for m in messages]
+    assert len(ids) == len(set(ids))
+    assert_valid_history(from_maf(sent))
+    assert "tiny" in json.dumps([m.to_dict() for m in sent])
+    assert "x" * 8_000 not in json.dumps([m.to_dict() for m in sent])
+    # a fresh strategy (a restart) reads the same view back from the marked list
+    again = [Message.from_dict(m.to_dict()) for m in messages]
+    await strategy()(again)
+    resent = [m for m in again if not m.additional_properties.get("_excluded")]
+    assert [m.text for m in from_maf(resent)] == [m.text for m in from_maf(sent)]

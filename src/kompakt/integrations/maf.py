@@ -333,6 +333,19 @@ def _convert(obj: Any, position: int) -> list[Message]:
     return [obj] if isinstance(obj, Message) else message_from_maf(obj, position)
 
 
+def _render(messages: Sequence[Message]) -> list[Any]:
+    """`to_maf`, with an original part sent apart from its message (one result of several,
+    beside a clamped sibling) made a note of its own: a MAF message never appears twice."""
+    return to_maf(
+        [
+            m
+            if m.synthetic is not None
+            else m.evolve(synthetic="kept", covers=(m.id,), id=f"{m.id}~kept")
+            for m in messages
+        ]
+    )
+
+
 def _maf_id(kompakt_id: str) -> str:
     """The MAF message id behind a kompakt id (one of several results is ``id#k``)."""
     return kompakt_id.split("#", 1)[0]
@@ -411,7 +424,7 @@ class KompaktStrategy:
         self._sessions: dict[str, Mirror] = {}
 
     def _mirror(self) -> Mirror:
-        return Mirror(self.compactor, _convert, to_maf, same=_same)
+        return Mirror(self.compactor, _convert, _render, same=_same)
 
     @property
     def events(self) -> list[Any]:
