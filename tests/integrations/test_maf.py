@@ -411,6 +411,7 @@ async def test_streaming_run_compacts_too() -> None:
     session = agent.create_session()
     async for _ in agent.run("task a", session=session, stream=True):
         pass
+    assert "view" in session.state["kompakt"]  # the provider bound the run to its session
     assert len(client.requests) == 13
     for options, msgs in client.requests:
         assert_valid_history(msgs)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import json
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -420,8 +422,8 @@ class KompaktStrategy:
             self.compactor, preamble(instructions, tool_schemas(tools)), oversized=oversized
         )
         self.conversations = Conversations(self._mirror, same=_same)
-        self._notes: dict[int, _Notes] = {}
-        self._sessions: dict[str, Mirror] = {}
+        self._notes: weakref.WeakKeyDictionary[Mirror, _Notes] = weakref.WeakKeyDictionary()
+        self._sessions: OrderedDict[str, Mirror] = OrderedDict()
 
     def _mirror(self) -> Mirror:
         return Mirror(self.compactor, _convert, _render, same=_same)
@@ -448,10 +450,13 @@ class KompaktStrategy:
         _, session, key = bound
         mirror = self._sessions.get(session.session_id)
         if mirror is not None and mirror.prefix_of(full, _same) >= 0:
+            self._sessions.move_to_end(session.session_id)
             return mirror, False, (session, key)
         mirror = self._mirror()
         mirror.events = self.conversations.events
         self._sessions[session.session_id] = mirror
+        while len(self._sessions) > _SESSIONS_KEPT:
+            self._sessions.popitem(last=False)  # a session seen again resumes from its state
         return mirror, True, (session, key)
 
     async def __call__(self, messages: list[Any]) -> bool:
@@ -472,7 +477,7 @@ class KompaktStrategy:
                 rendered = [r for r in mirror.render() if not is_preamble(r)]
                 if mirror.last_render_reused and not new:
                     return False  # only new originals, sent as they are: nothing to mark
-                notes = self._notes.setdefault(id(mirror), _Notes())
+                notes = self._notes.setdefault(mirror, _Notes())
                 return _write_back(messages, source, rendered, notes, link=bound is None)
 
 
@@ -480,6 +485,8 @@ _SESSION: ContextVar[tuple[Any, Any, str] | None] = ContextVar("kompakt_maf_sess
 """(strategy, session, state key) of the run in progress, set by the strategy's provider."""
 
 _PROVIDER: list[Any] = []
+_SESSIONS_KEPT = 256
+"""Sessions whose index a strategy keeps in memory (older ones resume from their state)."""
 
 
 def _provider_class() -> Any:
@@ -505,6 +512,7 @@ def _provider_class() -> Any:
             response = getattr(context, "response", None)
             if response is not None:
                 _name(response.messages)
+            _SESSION.set(None)
 
     _PROVIDER.append(KompaktProvider)
     return KompaktProvider
