@@ -9,18 +9,26 @@ Install with ``pip install "kompakt[maf]"``.
   it wherever MAF takes one, ``Agent(compaction_strategy=...)``, a chat client's
   ``compaction_strategy=``, or ``CompactionProvider(before_strategy=..., after_strategy=...)``.
   It marks removed originals excluded (MAF keeps them, as kompakt does) and inserts
-  kompakt's synthetic messages (collapsed notes, summaries) in their place.
+  kompakt's synthetic messages (collapsed notes, summaries) in their place. Given the
+  agent's instructions and tools, it counts them in every budget.
+* `KompaktStrategy.provider()` binds it to each run's `AgentSession`: one index per
+  session, the view kept in ``session.state``, so a second run or a restored session
+  resumes what the last call would have sent next.
+* `MAFChatModel` makes any MAF chat client kompakt's summarizer.
 
 Unlike MAF's own strategies, it does not re-group and re-count the whole list on each
 call: only messages it has not seen are indexed.
 
 ```python
-from agent_framework import Agent
+from agent_framework import Agent, InMemoryHistoryProvider
 from kompakt import Budgeted, Compactor, TokensExceed
 from kompakt.integrations.maf import KompaktStrategy
 
 compactor = Compactor(trigger=TokensExceed(8_000), strategy=Budgeted(6_000))
-agent = Agent(client=client, compaction_strategy=KompaktStrategy(compactor))
+strategy = KompaktStrategy(compactor, instructions="You debug.", tools=[read_file])
+agent = Agent(client=client, instructions="You debug.", tools=[read_file],
+              compaction_strategy=strategy,
+              context_providers=[InMemoryHistoryProvider(), strategy.provider()])
 ```
 """
 

@@ -10,9 +10,12 @@ Install with ``pip install "kompakt[openai-agents]"``.
   (`MemoryStore` by default, `SQLiteStore` to persist): `add_items` appends originals,
   `get_items` returns the compacted history, and every original stays in the store
   (searchable, recallable). Compactions are recorded in the store.
-* `model_input_filter` compacts within one long run: pass it as
-  ``RunConfig(call_model_input_filter=...)`` and every model call of the run is sent a
-  compacted input (the run's items and the session keep every original).
+* `KompaktSession.run_config()` is a ``RunConfig`` that also compacts before every model
+  call of a run (instructions and tool schemas counted), keeping the view in the store:
+  the next run, or a new process, sends what the last call would have sent next.
+* `model_input_filter` is that filter for any session (or none): pass it as
+  ``RunConfig(call_model_input_filter=...)``; one filter serves many conversations.
+* `AgentsChatModel` makes an SDK `Model` kompakt's summarizer.
 
 ```python
 from agents import Agent, Runner
@@ -21,7 +24,8 @@ from kompakt.integrations.openai_agents import KompaktSession
 
 compactor = Compactor(trigger=TokensExceed(8_000), strategy=Budgeted(6_000))
 session = KompaktSession("user-42", store=SQLiteStore("agent.db"), compactor=compactor)
-result = await Runner.run(agent, "fix the failing test", session=session)
+result = await Runner.run(agent, "fix the failing test", session=session,
+                          run_config=session.run_config())
 ```
 """
 
