@@ -75,3 +75,36 @@ def test_a_changed_message_is_never_sent_as_its_stale_original() -> None:
     mirror = Mirror(Compactor(trigger=Always(), strategy=shorten), lambda m, pos: [m], render)
     out = mirror.process([Message.user("a"), Message.assistant("long " * 50), Message.user("c")])
     assert out[1] == ("converted", "short")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    conversations(max_turns=3, pending=False),
+    conversations(max_turns=3, pending=False),
+    st.lists(st.tuples(st.booleans(), st.integers(1, 4)), min_size=1, max_size=30),
+)
+def test_conversations_never_mix_two_histories(
+    a: list[Message], b: list[Message], steps: list[tuple[bool, int]]
+) -> None:
+    """Two histories grown in any interleaving through one `Conversations` render exactly
+    as each would through a mirror of its own."""
+    from hypothesis import assume
+
+    from kompakt.integrations._bridge import Conversations
+
+    assume(a[:1] != b[:1])  # conversations starting alike share an index until they part
+    shared = Conversations(lambda: _mirror(800), same=lambda x, y: x == y)
+    alone = {True: _mirror(800), False: _mirror(800)}
+    grown = {True: 0, False: 0}
+    for first, step in steps:
+        msgs = a if first else b
+        grown[first] = min(len(msgs), grown[first] + step)
+        source = msgs[: grown[first]]
+        if not source:
+            continue
+        try:
+            want = alone[first].process(source)
+        except BudgetImpossible:
+            return
+        mirror, _ = shared.find(source)
+        assert mirror.process(source) == want
