@@ -388,3 +388,26 @@ async def test_the_agents_own_model_writes_the_summaries() -> None:
     items = await session.get_items()
     assert any("Read r0s0.py so far" in json.dumps(i) for i in items)
     assert summarizer.total_usage.calls == len(writer.calls)
+
+
+async def test_a_restart_from_the_sdks_own_sqlite_session_continues_the_view(
+    tmp_path: Path,
+) -> None:
+    from agents import SQLiteSession
+
+    db = str(tmp_path / "sdk.db")
+    first = _long_script("a")
+    config = RunConfig(call_model_input_filter=model_input_filter(_compactor()))
+    session = SQLiteSession("user-42", db)
+    await Runner.run(_agent(first), "task a", session=session, run_config=config, max_turns=40)
+    last = [_plain(i) for i in first.calls[-1].input]
+    assert len(last) < 2 * LONG  # it was compacted
+
+    # a new process: a new session object on the same file, a new filter
+    again = SQLiteSession("user-42", db)
+    fresh = RunConfig(call_model_input_filter=model_input_filter(_compactor()))
+    second = _long_script("b", 1)
+    await Runner.run(_agent(second), "task b", session=again, run_config=fresh, max_turns=9)
+    start = [_plain(i) for i in second.calls[0].input]
+    assert start[: len(last)] == last
+    assert start[len(last) + 1] == {"role": "user", "content": "task b"}

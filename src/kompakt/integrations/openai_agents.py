@@ -448,7 +448,9 @@ def model_input_filter(
     them beside the input); instructions leaving less than a quarter of the budget are
     cut to fit with a warning (``oversized="clamp"``) or raise `ConfigError` before the
     first model call (``"error"``). One filter serves any number of conversations at
-    once: each, recognised by the items it starts with, has its own index.
+    once: each, recognised by the items it starts with, has its own index. A conversation
+    met for the first time (a restart on the SDK's `SQLiteSession`, another process) is
+    indexed the way its model calls saw it, so its next call continues the last one.
 
     ```python
     config = RunConfig(call_model_input_filter=model_input_filter(compactor))
@@ -479,6 +481,8 @@ def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any
             async with mirror.alock:
                 if not new and mirror.prefix_of(msgs, _same_message) < 0:
                     continue
+                if new and session is None:
+                    await _replay(mirror, msgs, len(extra))
                 mirror.sync(msgs)
                 if new and session is not None:
                     session._restore(mirror)
@@ -498,6 +502,18 @@ def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any
     kompakt_input.conversations = conversations  # type: ignore[attr-defined]
     kompakt_input.events = conversations.events  # type: ignore[attr-defined]
     return kompakt_input
+
+
+async def _replay(mirror: Mirror, msgs: list[Message], start: int) -> None:
+    """Index a conversation seen for the first time (a restart, another process) the way
+    its model calls saw it: each call's input ended where the model's answer begins, so
+    compacting at each of those points rebuilds the view the last call sent (free for
+    model-free strategies; a summarizing one is asked again: `KompaktSession` keeps
+    its summaries instead)."""
+    for end in range(start + 1, len(msgs)):
+        if msgs[end].role == "assistant" and msgs[end - 1].role != "assistant":
+            mirror.sync(msgs[:end])
+            await mirror.acompact()
 
 
 def _tool_schemas(agent: Any) -> list[dict[str, Any]]:
