@@ -490,3 +490,23 @@ async def test_one_result_of_a_parallel_batch_clamped_keeps_ids_unique_and_resum
     await strategy()(again)
     resent = [m for m in again if not m.additional_properties.get("_excluded")]
     assert [m.text for m in from_maf(resent)] == [m.text for m in from_maf(sent)]
+
+
+async def test_with_the_provider_the_agents_instructions_are_counted_and_checked() -> None:
+    from kompakt import ConfigError
+
+    client = PerSession(steps=12)
+    strategy = KompaktStrategy(Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000)))
+    agent = _agent(client, strategy)  # the strategy is told nothing: the provider reads the agent
+    await agent.run("task a", session=agent.create_session())
+    for options, msgs in client.requests:
+        assert _sent(options, msgs) <= 4_000
+
+    too_long = Agent(
+        client=PerSession(),
+        instructions="Follow the style guide. " * 2_000,
+        compaction_strategy=strategy,
+        context_providers=[InMemoryHistoryProvider(), strategy.provider()],
+    )
+    with pytest.raises(ConfigError, match="instructions and tool schemas"):
+        await too_long.run("task b", session=too_long.create_session())

@@ -404,7 +404,8 @@ class KompaktStrategy:
     Args:
         compactor: a `Compactor`, or a bare strategy such as ``Budgeted(6_000)``.
         instructions: the agent's instructions; with `tools`, counted in every budget
-            (MAF sends them outside the message list).
+            (MAF sends them outside the message list). With `provider()` they are read
+            from the agent before each run; give them here for a strategy without it.
         tools: the agent's tools (functions or MAF tools), whose schemas are counted.
         oversized: instructions and schemas leaving less than a quarter of the budget
             raise `ConfigError` here (``"error"``) or are counted cut to fit (``"clamp"``,
@@ -426,9 +427,11 @@ class KompaktStrategy:
         oversized: Oversized = "error",
     ) -> None:
         self.compactor = as_compactor(compactor)
+        self.oversized: Oversized = oversized
         self.preamble = fit_preamble(
             self.compactor, preamble(instructions, tool_schemas(tools)), oversized=oversized
         )
+        self._given = bool(self.preamble)
         self.conversations = Conversations(self._mirror, same=_same)
         self._notes: weakref.WeakKeyDictionary[Mirror, _Notes] = weakref.WeakKeyDictionary()
         self._sessions: OrderedDict[str, Mirror] = OrderedDict()
@@ -450,16 +453,22 @@ class KompaktStrategy:
         """
         return _provider_class()(self, source_id)
 
-    def _find(self, full: list[Any]) -> tuple[Mirror, bool, Any]:
+    def _bound(self) -> tuple[Any, str, list[Message]] | None:
+        """(session, state key, preamble) when the provider bound this run to a session."""
         bound = _SESSION.get()
         if bound is None or bound[0] is not self:
+            return None
+        return bound[1], bound[2], (self.preamble if self._given else bound[3])
+
+    def _find(self, full: list[Any], bound: Any) -> tuple[Mirror, bool, Any]:
+        if bound is None:
             mirror, new = self.conversations.find(full)
             return mirror, new, None
-        _, session, key = bound
-        mirror = self._sessions.get(session.session_id)
-        if mirror is not None and mirror.prefix_of(full, _same) >= 0:
+        session, key, _ = bound
+        known = self._sessions.get(session.session_id)
+        if known is not None and known.prefix_of(full, _same) >= 0:
             self._sessions.move_to_end(session.session_id)
-            return mirror, False, (session, key)
+            return known, False, (session, key)
         mirror = self._mirror()
         mirror.events = self.conversations.events
         self._sessions[session.session_id] = mirror
@@ -469,9 +478,10 @@ class KompaktStrategy:
 
     async def __call__(self, messages: list[Any]) -> bool:
         source = [m for m in messages if not _is_note(m) and (not _excluded(m) or _mine(m))]
-        full = [*self.preamble, *source]
+        binding = self._bound()
+        full = [*(binding[2] if binding else self.preamble), *source]
         while True:
-            mirror, new, bound = self._find(full)
+            mirror, new, bound = self._find(full, binding)
             async with mirror.alock:
                 if not new and mirror.prefix_of(full, _same) < 0:
                     continue  # another conversation took it over meanwhile: look again
@@ -489,8 +499,24 @@ class KompaktStrategy:
                 return _write_back(messages, source, rendered, notes, link=bound is None)
 
 
-_SESSION: ContextVar[tuple[Any, Any, str] | None] = ContextVar("kompakt_maf_session", default=None)
-"""(strategy, session, state key) of the run in progress, set by the strategy's provider."""
+_SESSION: ContextVar[tuple[Any, Any, str, list[Message]] | None] = ContextVar(
+    "kompakt_maf_session", default=None
+)
+"""(strategy, session, state key, preamble) of the run in progress, set by its provider."""
+
+
+def _agent_preamble(strategy: KompaktStrategy, agent: Any, context: Any) -> list[Message]:
+    """The instructions and tool schemas this run sends (the agent's and its providers'),
+    checked against the budget before the first model call."""
+    if strategy._given:
+        return strategy.preamble
+    options = getattr(agent, "default_options", None) or {}
+    parts = [options.get("instructions"), *getattr(context, "instructions", ())]
+    instructions = "\n".join(p for p in parts if isinstance(p, str) and p)
+    tools = [*(options.get("tools") or ()), *getattr(context, "tools", ())]
+    made = preamble(instructions or None, tool_schemas(tools))
+    return fit_preamble(strategy.compactor, made, oversized=strategy.oversized)
+
 
 _PROVIDER: list[Any] = []
 _SESSIONS_KEPT = 256
@@ -511,7 +537,8 @@ def _provider_class() -> Any:
 
         async def before_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
             if session is not None:
-                _SESSION.set((self.strategy, session, self.source_id))
+                extra = _agent_preamble(self.strategy, agent, context)
+                _SESSION.set((self.strategy, session, self.source_id, extra))
             _name(context.input_messages)
             for loaded in context.context_messages.values():
                 _name(loaded)
