@@ -584,6 +584,8 @@ def _restore(mirror: Mirror, messages: Sequence[Any]) -> None:
     """Put the view the list records (kompakt's notes and exclusions) on a fresh index."""
     from kompakt.store.base import CompactionRecord, apply_record
 
+    if not any(_is_note(m) or (_excluded(m) and _mine(m)) for m in messages):
+        return  # nothing kompakt did yet
     index = mirror.index
     notes: dict[str, Message] = {}
     for m in messages:
