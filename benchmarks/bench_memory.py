@@ -252,9 +252,8 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     convs = [conversation(rng, 5) for _ in range(args.conversations)]
-    print(
-        f"{args.conversations} conversations, ~{statistics.mean(tokens([m for p in parts for m in p]) for _, parts in convs):,.0f} tokens each"
-    )
+    size = statistics.mean(tokens([m for p in parts for m in p]) for _, parts in convs)
+    print(f"{args.conversations} conversations, ~{size:,.0f} tokens each")
     print(
         f"{'method':<22}{'budget':>7}{'rounds':>7}{'instructions':>14}{'facts':>8}{'stale':>7}{'tokens':>9}"
     )
@@ -284,7 +283,8 @@ def main() -> None:
         digest(span, max_tokens=4000)
         times.append(time.perf_counter() - start)
     print(
-        f"digest of a {len(span):,}-message span: {statistics.median(times) * 1000:.0f} ms (median of 5)"
+        f"digest of a {len(span):,}-message span: "
+        f"{statistics.median(times) * 1000:.0f} ms (median of 5)"
     )
 
 

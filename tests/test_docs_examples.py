@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,14 @@ MARK = re.compile(r"<!--\s*not-runnable:\s*(.*?)\s*-->\s*$")
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # ("docs/page.md", "a line of the block"): "why it fails (who must fix it)",
 }
-SELF_CONTAINED = {"openai-agents.md", "maf.md"}
-"""Pages whose blocks run on nothing but what the page itself defines."""
+SELF_CONTAINED = {
+    "langchain.md": "langchain",
+    "pydantic-ai.md": "pydantic_ai",
+    "openai-agents.md": "agents",
+    "maf.md": "agent_framework",
+}
+"""Pages whose blocks define every name they use (they run in an empty namespace), and the
+framework each needs."""
 NOT_RUNNABLE: dict[tuple[str, str], str] = {
     # blocks on pages this file's author does not own; their owners may use the marker instead
 }
@@ -107,50 +114,7 @@ def _namespace(page: Path) -> dict[str, Any]:
     }
 
 
-def _conversation() -> list[kompakt.Message]:
-    call = kompakt.ToolCall(id="call_1", name="read_file", arguments='{"path": "a.py"}')
-    return [
-        kompakt.Message.system("You fix failing tests."),
-        kompakt.Message.user("fix the failing test"),
-        kompakt.Message.assistant("", tool_calls=[call]),
-        kompakt.Message.tool("def f(): pass", tool_call_id="call_1"),
-        kompakt.Message.assistant("Fixed a.py."),
-    ]
-
-
-def _langchain(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("langchain")
-    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-    from langchain_core.messages import AIMessage
-
-    from kompakt.integrations.langchain import to_langchain
-
-    class Fake(FakeMessagesListChatModel):
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Fake:
-            return self
-
-    model = Fake(responses=[AIMessage("Fixed a.py.")])
-    return {"model": model, "state": {"messages": to_langchain(_conversation())}}
-
-
-def _pydantic_ai(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("pydantic_ai")
-    from pydantic_ai import Agent
-    from pydantic_ai.models.test import TestModel
-
-    def read_file(path: str) -> str:
-        """Read a file."""
-        return "def f(): pass"
-
-    model = TestModel()
-    result = Agent(model, tools=[read_file]).run_sync("fix the failing test")
-    return {"model": model, "result": result}
-
-
-PAGE_NAMES = {
-    "langchain.md": _langchain,
-    "pydantic-ai.md": _pydantic_ai,
-}
+PAGE_NAMES: dict[str, Callable[[kompakt.Compactor], dict[str, Any]]] = {}
 """Per page: the framework objects its fragments take as given (`model`, `state`, `items` ...)."""
 
 
@@ -187,6 +151,8 @@ def test_block_runs(block: Block, docs_dir: Path, request: pytest.FixtureRequest
     known = block.listed(KNOWN_FAILURES)
     if known:
         request.applymarker(pytest.mark.xfail(strict=True, reason=known))
+    if block.page.name in SELF_CONTAINED:
+        pytest.importorskip(SELF_CONTAINED[block.page.name])
     ns = _namespace(block.page)
     for earlier in _blocks(block.page):  # what the page defined before this block
         if earlier.line >= block.line:

@@ -30,6 +30,9 @@ from kompakt.notes.units import split_sentences
         "Make sure to double-check dates against my calendar.",
         "Call me Jo.",
         "Going forward, use ISO dates.",
+        "Could you stop using emojis from now on?",
+        "Can you always add the source?",
+        "Keep in mind that I'm lactose intolerant.",
         "以后回答请用中文。",
         "不要在回答里用表情符号。",
         "我更喜欢简短的回答。",
@@ -42,7 +45,7 @@ def test_standing_instructions_are_recognised(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "Can you always do that?",  # a question
+        "Can you do that for me?",  # a one-off question
         "Fix the login bug.",  # a one-off request
         "I don't know why it fails.",  # "don't" that is not an instruction
     ],

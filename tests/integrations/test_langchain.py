@@ -246,7 +246,7 @@ def test_one_middleware_serves_several_threads() -> None:
         config = {"configurable": {"thread_id": thread}}
         model.turns = len(model.requests) + TURNS
         agent.invoke({"messages": [HumanMessage(f"thread {thread}")]}, config)
-    assert len(middleware.hook._mirrors) == 2
+    assert len(middleware.conversations) == 2
     for request in model.requests:
         users = {m.content for m in request if isinstance(m, HumanMessage)}
         assert len(users) == 1  # never another thread's messages
@@ -265,7 +265,7 @@ def _check_requests_per_thread(requests: list[list[BaseMessage]]) -> int:
 
 def test_a_system_prompt_rebuilt_per_call_is_not_a_new_history() -> None:
     hook = pre_model_hook(_compactor())
-    node = hook.func.__self__  # the _Hook behind the runnable
+    node = hook.kompakt  # the hook behind the runnable
     history: list[BaseMessage] = [HumanMessage("go", id="h")]
     indexes = []
     for step in range(8):
@@ -277,6 +277,6 @@ def test_a_system_prompt_rebuilt_per_call_is_not_a_new_history() -> None:
         system = SystemMessage("You debug.")  # a new object every call, as dynamic prompts make
         out = hook.invoke({"messages": [system, *history]})["llm_input_messages"]
         assert out[0] is system
-        indexes.append(node.mirror.index)
+        indexes.append(node.core.conversations["first:h"].index)
     assert all(i is indexes[0] for i in indexes)  # indexed incrementally, never rebuilt
     assert node.events  # and compacted on the way

@@ -288,11 +288,13 @@ def _agent(client: Any, strategy: KompaktStrategy, *, bound: bool = True) -> Age
 
 def _sent(options: Any, messages: list[Any]) -> int:
     from kompakt import CharEstimator
-    from kompakt.integrations._bridge import preamble
+    from kompakt.integrations._bridge import Overhead, dumps
     from kompakt.integrations.maf import tool_schemas
 
     tok = CharEstimator()
-    extra = preamble(options.get("instructions"), tool_schemas(options.get("tools") or []))
+    schemas = tool_schemas(options.get("tools") or [])
+    parts = [options.get("instructions") or "", dumps(schemas) if schemas else ""]
+    extra = [Overhead("\n\n".join(p for p in parts if p)).message]
     return sum(tok.count_message(m) for m in [*extra, *messages])
 
 
@@ -395,13 +397,15 @@ async def test_maf_tool_result_summaries_are_kept_as_messages() -> None:
 
 
 def test_oversized_instructions_are_refused_at_construction() -> None:
-    from kompakt import ConfigError
+    from kompakt import BudgetImpossible, ConfigError
 
     compactor = Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000))
-    with pytest.raises(ConfigError, match="instructions and tool schemas"):
+    with pytest.raises(BudgetImpossible, match="instructions"):
         KompaktStrategy(compactor, instructions="You debug. " * 2_000)
     with pytest.warns(UserWarning, match="cut to fit"):
-        KompaktStrategy(compactor, instructions="You debug. " * 2_000, oversized="clamp")
+        KompaktStrategy(compactor, instructions="You debug. " * 2_000, oversize="clamp")
+    with pytest.raises(ConfigError, match="oversize"):
+        KompaktStrategy(compactor, oversize="error")  # type: ignore[arg-type]
 
 
 async def test_streaming_run_compacts_too() -> None:
@@ -493,7 +497,7 @@ async def test_one_result_of_a_parallel_batch_clamped_keeps_ids_unique_and_resum
 
 
 async def test_with_the_provider_the_agents_instructions_are_counted_and_checked() -> None:
-    from kompakt import ConfigError
+    from kompakt import BudgetImpossible
 
     client = PerSession(steps=12)
     strategy = KompaktStrategy(Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000)))
@@ -508,5 +512,5 @@ async def test_with_the_provider_the_agents_instructions_are_counted_and_checked
         compaction_strategy=strategy,
         context_providers=[InMemoryHistoryProvider(), strategy.provider()],
     )
-    with pytest.raises(ConfigError, match="instructions and tool schemas"):
+    with pytest.raises(BudgetImpossible, match="instructions"):
         await too_long.run("task b", session=too_long.create_session())

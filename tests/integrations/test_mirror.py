@@ -14,9 +14,9 @@ from kompakt.messages import Message
 from strategies_conv import conversations
 
 
-def _mirror(budget: int) -> Mirror:
+def _mirror(budget: int, **options: Any) -> Mirror:
     compactor = Compactor(trigger=TokensExceed(budget), strategy=Budgeted(budget * 3 // 4))
-    return Mirror(compactor, lambda m, pos: [m], list)
+    return Mirror(compactor, lambda m, pos: [m], list, **options)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -93,7 +93,7 @@ def test_conversations_never_mix_two_histories(
     from kompakt.integrations._bridge import Conversations
 
     assume(a[:1] != b[:1])  # conversations starting alike share an index until they part
-    shared = Conversations(lambda: _mirror(800), same=lambda x, y: x == y)
+    shared = Conversations(lambda events: _mirror(800, events=events, same=lambda x, y: x == y))
     alone = {True: _mirror(800), False: _mirror(800)}
     grown = {True: 0, False: 0}
     for first, step in steps:
@@ -108,3 +108,52 @@ def test_conversations_never_mix_two_histories(
             return
         mirror, _ = shared.find(source)
         assert mirror.process(source) == want
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    conversations(max_turns=4, pending=False),
+    st.integers(300, 3_000),
+    st.lists(st.integers(1, 6), min_size=1, max_size=30),
+)
+def test_a_mirror_rebuilt_from_its_record_sends_the_same(
+    msgs: list[Message], budget: int, steps: list[int]
+) -> None:
+    """Whenever a framework calls its model (every call answered), a new mirror given the
+    same messages and the JSON record of the old one's view renders the same."""
+    import json
+
+    old, source, at = _mirror(budget), [], 0
+    for step in [*steps, len(msgs)]:
+        source = source + msgs[at : at + step]
+        at += step
+        calls = {c.id for m in source for c in m.tool_calls}
+        if calls != {m.tool_call_id for m in source if m.role == "tool"}:
+            continue  # a batch still waiting for results: frameworks do not call the model
+        try:
+            out = old.process(source)
+        except BudgetImpossible:
+            return
+        record = old.record()
+        new = _mirror(budget)
+        new.sync(source)
+        if record is not None:
+            new.restore(json.loads(json.dumps(record)))
+            assert new.rev == old.rev
+        assert [m.digest for m in new.render()] == [m.digest for m in out]
+        if at >= len(msgs):
+            break
+    assert_valid_history(out)
+
+
+def test_overhead_counts_but_is_not_sent() -> None:
+    from kompakt.integrations._bridge import Overhead, strip_overhead
+
+    mirror = _mirror(1_000)
+    schemas = Overhead("tool schemas " * 200)
+    msgs = [Message.user("a"), Message.assistant("b")]
+    out = strip_overhead(mirror.process([schemas, *msgs]))
+    assert out == msgs
+    assert mirror.view.total_tokens > 200  # the schemas were counted
+    again = strip_overhead(mirror.process([Overhead("tool schemas " * 200), *msgs]))
+    assert again == msgs and mirror.last_render_reused  # an equal overhead is not a new history

@@ -264,12 +264,14 @@ def _long_script(tag: str, steps: int = LONG) -> ScriptedModel:
 def _sent_tokens(call: Any, agent: Agent[Any]) -> int:
     """What the provider receives: input items, instructions and tool schemas."""
     from kompakt import CharEstimator
-    from kompakt.integrations._bridge import preamble
+    from kompakt.integrations._bridge import Overhead, dumps
     from kompakt.integrations.openai_agents import _tool_schemas
 
     tok = CharEstimator()
     items = from_openai_agents([_plain(i) for i in call.input])
-    extra = preamble(call.system_instructions, _tool_schemas(agent))
+    schemas = _tool_schemas(agent)
+    parts = [call.system_instructions or "", dumps(schemas) if schemas else ""]
+    extra = [Overhead("\n\n".join(p for p in parts if p)).message]
     return sum(tok.count_message(m) for m in [*extra, *items])
 
 
@@ -344,7 +346,7 @@ async def test_one_filter_serves_two_conversations_at_once() -> None:
 
 
 async def test_oversized_instructions_are_cut_with_a_warning_or_refused() -> None:
-    from kompakt import ConfigError
+    from kompakt import BudgetImpossible, ConfigError
 
     model = ScriptedModel([ModelStep(output=[assistant_message("ok")])])
     agent = Agent(name="x", instructions="You debug. " * 2_000, model=model)
@@ -352,9 +354,11 @@ async def test_oversized_instructions_are_cut_with_a_warning_or_refused() -> Non
     with pytest.warns(UserWarning, match="cut to fit"):
         await Runner.run(agent, "hi", run_config=clamp)
     assert len(model.calls[0].system_instructions or "") < 4 * 3_000
-    strict = RunConfig(call_model_input_filter=model_input_filter(_compactor(), oversized="error"))
-    with pytest.raises(ConfigError, match="oversized"):
+    strict = RunConfig(call_model_input_filter=model_input_filter(_compactor(), oversize="raise"))
+    with pytest.raises(BudgetImpossible, match="instructions"):
         await Runner.run(agent, "hi", run_config=strict)
+    with pytest.raises(ConfigError, match="oversize"):
+        model_input_filter(_compactor(), oversize="error")  # type: ignore[arg-type]
 
 
 async def test_streamed_run_compacts_too() -> None:

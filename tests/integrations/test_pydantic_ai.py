@@ -181,13 +181,13 @@ async def test_history_processor_with_process_history() -> None:
 
     assert result.output == FINAL
     assert script.check() >= 3
-    assert processor.mirror.events  # type: ignore[attr-defined]
+    assert processor.events  # type: ignore[attr-defined]
 
 
 def test_test_model_agent_with_compaction() -> None:
     """Pydantic AI's TestModel calls every tool once, then answers: a short run stays valid."""
     model = TestModel()
-    tiny = Compactor(trigger=TokensExceed(200), strategy=Budgeted(150))
+    tiny = Compactor(trigger=TokensExceed(300), strategy=Budgeted(250))
     agent = _agent(model, capabilities=[KompaktCapability(tiny)])
     result = agent.run_sync("Read a file. " + "Context. " * 30)
     assert "read_file" in result.output

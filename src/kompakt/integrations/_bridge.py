@@ -6,51 +6,76 @@ by object identity, which costs one pointer comparison per message), the compact
 runs on the index when its trigger fires, and the compacted view is turned back into
 framework messages, reusing the framework's own objects for every original so the
 model receives exactly what the framework recorded.
+
+For adapters that keep kompakt's state in the framework's own storage: `Mirror.record`
+is the view as JSON (its notes and what they stand in for), `Mirror.restore` puts it
+back on a mirror rebuilt from the same messages, and `Overhead` is what a framework
+sends besides its messages (instructions, tool schemas), counted as a system message
+that is never rendered back. `Conversations` keeps one mirror per conversation, found by
+the framework's name for it (a thread, a session) or, where it names none, by the
+messages it starts with.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import importlib
 import json
 import threading
+import uuid
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-from kompakt.errors import ConfigError, MissingDependency
+from kompakt.errors import BudgetImpossible, ConfigError, MissingDependency
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.view import View
 
 __all__ = [
-    "PREAMBLE",
     "Conversations",
     "Mirror",
     "Origin",
-    "Oversized",
+    "Overhead",
+    "Oversize",
     "as_compactor",
     "as_text",
     "budget_of",
+    "count_text",
     "dumps",
-    "fit_preamble",
-    "is_preamble",
+    "fit_overhead",
     "loads_or_text",
-    "preamble",
+    "overhead_of",
+    "oversize_option",
     "require",
+    "strip_overhead",
 ]
+
+Oversize = Literal["clamp", "raise"]
+"""What an adapter does when what the framework always sends (instructions, tool
+schemas) leaves no room in the budget: clamp it with a warning, or raise."""
+
+
+def oversize_option(value: str) -> Oversize:
+    """`value` checked as an `Oversize` (a `ConfigError` naming the option otherwise).
+
+    >>> oversize_option("raise")
+    'raise'
+    """
+    if value == "clamp":
+        return "clamp"
+    if value == "raise":
+        return "raise"
+    raise ConfigError(f"`oversize` must be 'clamp' or 'raise', got {value!r}")
+
 
 Origin = tuple[int, int, int]
 """Where a kompakt message came from: (position in the source list, part, parts)."""
-
-Oversized = Literal["error", "clamp"]
-"""What an adapter does with instructions too large for the budget: raise, or cut them (warning)."""
-
-PREAMBLE = "kompakt-preamble:"
-"""Id prefix of the messages standing for what a framework sends besides the conversation."""
 
 Convert = Callable[[Any, int], list[Message]]
 Render = Callable[[Sequence[Message]], list[Any]]
@@ -121,8 +146,17 @@ class Mirror:
         *,
         same: Callable[[Any, Any], bool] | None = None,
         events: list[Any] | None = None,
+        carry: bool = False,
+        lenient: bool = False,
     ) -> None:
         self.template = as_compactor(compactor)
+        self.carry = carry
+        """On a rebuild (the source was edited), keep the view's notes (`record`/`restore`)."""
+        self.lenient = lenient
+        """When the protected core alone exceeds the budget, warn and send the smallest
+        view the strategy reaches instead of raising `BudgetImpossible` mid-run."""
+        self.own_events: list[Any] = []
+        """The compactions of this mirror's conversation only."""
         self.lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
         self._convert = convert
@@ -144,6 +178,9 @@ class Mirror:
         """(source length, index length, view length) when `_out` was made."""
         self.last_render_reused = False
         """The last `render` only appended new originals to the one before."""
+        self.rev: str | None = None
+        """Names the view's current edits (a new one per compaction, the record's on
+        `restore`); None while nothing was compacted."""
 
     # -- keeping up with the framework -------------------------------------------------
 
@@ -155,47 +192,56 @@ class Mirror:
         """
         seen = self._source
         n = len(seen)
+        carried: dict[str, Any] | None = None
         if len(source) < n or not self._prefix(source):
+            carried = self.record() if self.carry else None
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):
             obj = source[pos]
-            parts = self._convert(obj, pos)
+            parts = [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
             stored = self.index.extend(parts)
             for k, m in enumerate(stored):
                 self._origin[m.id] = (pos, k, len(stored))
                 self._digests[m.id] = m.digest
             seen.append(obj)
+        if carried is not None:
+            self.restore(carried)
         return len(source) - n
 
     def _prefix(self, source: Sequence[Any]) -> bool:
         """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
-        seen, same = self._source, self._same
+        seen = self._source
         for i, (a, b) in enumerate(zip(seen, source, strict=False)):
-            if a is b:
-                continue
-            if same is None or not same(a, b):
+            if a is b or (isinstance(a, Overhead) and a == b):
+                continue  # an equal overhead renders as nothing: no need to swap it in
+            if not self._matches(a, b):
                 return False
             seen[i] = b  # render the framework's current object
             self._out = None
         return True
 
+    def _matches(self, a: Any, b: Any) -> bool:
+        """`b` is `a` seen again (an equal `Overhead`, or the same message by `same`)."""
+        if a is b:
+            return True
+        if isinstance(a, Overhead) or isinstance(b, Overhead):
+            return bool(a == b)
+        return self._same is not None and bool(self._same(a, b))
+
     @property
     def source(self) -> list[Any]:
-        """The framework messages taken in so far."""
+        """The framework messages taken in so far (an `Overhead` first, when given)."""
         return self._source
 
-    def prefix_of(
-        self, source: Sequence[Any], same: Callable[[Any, Any], bool] | None = None
-    ) -> int:
+    def prefix_of(self, source: Sequence[Any]) -> int:
         """How many messages were taken in, when `source` starts with them (else -1)."""
         seen = self._source
         if not seen or len(source) < len(seen):
             return -1
-        for a, b in zip(seen, source, strict=False):
-            if a is not b and (same is None or not same(a, b)):
-                return -1
-        return len(seen)
+        if all(self._matches(a, b) for a, b in zip(seen, source, strict=False)):
+            return len(seen)
+        return -1
 
     @property
     def view(self) -> View:
@@ -211,19 +257,70 @@ class Mirror:
         """Compact when due; returns True when it ran."""
         if not self.due():
             return False
-        _, event = self.compactor.compact(self.index)
-        self.events.append(event)
-        self._out = None
+        try:
+            _, event = self.compactor.compact(self.index)
+        except BudgetImpossible as e:
+            if not self.lenient:
+                raise
+            _, event = self._lenient(e).compact(self.index)
+        self._ran(event)
         return True
 
     async def acompact(self) -> bool:
         """`compact` for strategies that await a model."""
         if not self.due():
             return False
-        _, event = await self.compactor.compact_async(self.index)
-        self.events.append(event)
-        self._out = None
+        try:
+            _, event = await self.compactor.compact_async(self.index)
+        except BudgetImpossible as e:
+            if not self.lenient:
+                raise
+            _, event = await self._lenient(e).compact_async(self.index)
+        self._ran(event)
         return True
+
+    def _ran(self, event: Any) -> None:
+        self.events.append(event)
+        self.own_events.append(event)
+        self._out = None
+        if event.changed:
+            self.rev = uuid.uuid4().hex
+
+    def _lenient(self, error: BudgetImpossible) -> Any:
+        """The compactor, its strategy no longer strict: the view shrinks to the core."""
+        warnings.warn(f"kompakt: {error}; sending the smallest view that keeps it", stacklevel=4)
+        strategy = copy.copy(self.compactor.strategy)
+        strategy.strict = False
+        self.compactor.strategy = strategy
+        return self.compactor
+
+    # -- the view as data -----------------------------------------------------------------
+
+    def record(self) -> dict[str, Any] | None:
+        """The view's edits as JSON-ready data (None while nothing was compacted):
+        ``{"rev", "synthetic", "dropped", "upto"}``, what `restore` takes."""
+        view = self.compactor.view
+        if view is None or view.index is not self.index or not view.changed:
+            return None
+        from kompakt.store.base import CompactionRecord
+
+        data = CompactionRecord.from_view(view).to_dict()
+        return {"rev": self.rev or uuid.uuid4().hex, **_pick(data, "synthetic", "dropped", "upto")}
+
+    def restore(self, record: Mapping[str, Any]) -> None:
+        """Put `record`'s edits on the view of what was synced (ids it names that are not
+        here are ignored): a mirror rebuilt from the framework's stored messages sends
+        what the one that wrote `record` would have sent."""
+        from kompakt.store.base import CompactionRecord, apply_record
+
+        self.compactor.reset()
+        view = self.compactor.view_for(self.index)
+        apply_record(view, CompactionRecord.from_dict(record))
+        for g in self.index.groups:
+            if not view.is_original(g.index) and not _answered(view.rendered(g.index)):
+                view.restore(g.index)  # its notes named originals no longer here
+        self.rev = str(record.get("rev") or "") or None
+        self._out = None
 
     # -- back to the framework ----------------------------------------------------------
 
@@ -317,134 +414,222 @@ class Mirror:
         return self._alock
 
 
-# -- what the framework sends besides the conversation -----------------------------------
+def _answered(messages: Sequence[Message]) -> bool:
+    """Every tool call in `messages` has its result among them, and every result its call."""
+    calls = {c.id for m in messages for c in m.tool_calls}
+    results = {m.tool_call_id for m in messages if m.role == "tool"}
+    return calls == results
 
 
-def preamble(instructions: str | None, tools: Sequence[Mapping[str, Any]] = ()) -> list[Message]:
-    """The agent's instructions and tool schemas as pinned system messages.
+def _pick(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: d[k] for k in keys if k in d}
 
-    An adapter puts them first in its index so every trigger, target and budget counts
-    what the provider really receives; they are never sent as messages (`is_preamble`).
 
-    >>> [m.id for m in preamble("You fix tests.", [{"name": "ls"}])]
-    ['kompakt-preamble:instructions', 'kompakt-preamble:tools']
+class Overhead:
+    """What a framework sends on every request besides its messages (instructions,
+    tool schemas): put first in a mirror's source, it is counted as a system message
+    (always kept) and `strip_overhead` takes it out of what is rendered.
+
+    >>> Overhead("You debug.") == Overhead("You debug."), Overhead("a").message.role
+    (True, 'system')
     """
-    out: list[Message] = []
-    if instructions:
-        out.append(Message.system(instructions, id=PREAMBLE + "instructions", pinned=True))
-    if tools:
-        out.append(Message.system(dumps(list(tools)), id=PREAMBLE + "tools", pinned=True))
-    return out
+
+    __slots__ = ("id", "message", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+        self.id = "kompakt-overhead-" + digest.hexdigest()[:16]
+        self.message = Message.system(text, id=self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Overhead) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"Overhead({len(self.text)} chars)"
 
 
-def is_preamble(obj: Any) -> bool:
-    """`obj` is one of the messages `preamble` made."""
-    return isinstance(obj, Message) and obj.id.startswith(PREAMBLE)
+def strip_overhead(rendered: Sequence[Any]) -> list[Any]:
+    """`rendered` without the `Overhead` put in front of the source."""
+    return [m for m in rendered if not isinstance(m, Overhead)]
 
 
 def budget_of(compactor: Any) -> int | None:
     """The token budget `compactor` keeps to: a `Budgeted` strategy's, else its target's
-    or trigger's token limit (None when it has none)."""
+    or trigger's token limit (None when it has none).
+
+    >>> from kompakt import Budgeted, Compactor, TokensExceed
+    >>> tripped = Compactor(trigger=TokensExceed(4_000), strategy="collapse_tool_results")
+    >>> budget_of(Budgeted(900)), budget_of(tripped)
+    (900, 4000)
+    """
     c = as_compactor(compactor)
-    budget = getattr(c.strategy, "token_budget", None)
+    budget = getattr(getattr(c, "strategy", None), "token_budget", None)
     if isinstance(budget, int):
         return budget
-    for rule in (c.target, c.trigger):
+    for rule in (getattr(c, "target", None), getattr(c, "trigger", None)):
         limit = getattr(rule, "limit", None)
         if type(rule).__name__.startswith("Tokens") and isinstance(limit, int):
             return limit
     return None
 
 
-def fit_preamble(
-    compactor: Any, messages: list[Message], *, oversized: Oversized = "error"
-) -> list[Message]:
-    """`messages` (a `preamble`) when they leave at least a quarter of the budget to the
-    conversation; else a `ConfigError`, or with ``oversized="clamp"`` the instructions cut
-    to fit, with a warning.
+def fit_overhead(
+    text: str,
+    compactor: Any,
+    *,
+    oversize: Oversize,
+    what: str,
+    share: float = 0.5,
+    reserved: int = 0,
+) -> str:
+    """`text` (a system prompt or instructions a framework always sends), or, when it
+    and the `reserved` tokens sent with it (tool schemas) take more than `share` of the
+    budget, a clamped copy with a warning (``oversize="clamp"``) or `BudgetImpossible`
+    (``oversize="raise"``).
 
     >>> from kompakt import Budgeted
-    >>> fit_preamble(Budgeted(100), preamble("x" * 2_000))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    kompakt.errors.ConfigError: instructions and tool schemas take ... tokens, more than ...
+    >>> fit_overhead("short", Budgeted(1_000), oversize="raise", what="instructions")
+    'short'
     """
-    if oversized not in ("error", "clamp"):
-        raise ConfigError(f"`oversized` must be 'error' or 'clamp', got {oversized!r}")
+    oversize = oversize_option(oversize)
     budget = budget_of(compactor)
-    if budget is None or not messages:
-        return messages
-    from kompakt.tokens import CharEstimator
-
-    tok = getattr(as_compactor(compactor), "tokenizer", None) or CharEstimator()
-    room = budget - budget // 4
-    used = sum(tok.count_message(m) for m in messages)
-    if used <= room:
-        return messages
-    if oversized == "error":
-        raise ConfigError(
-            f"instructions and tool schemas take {used} tokens, more than the {room} a "
-            f"{budget}-token budget leaves them: shorten them, raise the budget, "
-            'or pass oversized="clamp"'
-        )
-    from kompakt.strategies.digest import clamp_tokens
-
-    others = sum(tok.count_message(m) for m in messages if not m.id.endswith("instructions"))
-    out = []
-    for m in messages:
-        if m.id.endswith("instructions"):
-            limit = max(1, room - others - (tok.count_message(m) - tok.count_text(m.text)))
-            m = m.evolve(content=clamp_tokens(m.text, limit, tok), id=m.id)
-        out.append(m)
+    if budget is None:
+        return text
+    tokens = count_text(compactor, text)
+    room = int(budget * share)
+    if tokens + reserved <= room:
+        return text
+    if oversize == "raise":
+        parts = {what: tokens, "tool schemas": reserved}
+        raise BudgetImpossible(budget, tokens + reserved, parts)
+    keep = max(0, len(text) * max(room - reserved, 0) // max(tokens, 1) - 80)
     warnings.warn(
-        f"instructions and tool schemas take {used} tokens of a {budget}-token budget; "
-        f"the instructions are cut to fit {room}",
+        f"kompakt: {what} and tool schemas take {tokens + reserved} tokens, more than "
+        f"{share:.0%} of the {budget}-token budget; {what} cut to fit, to the first {keep} "
+        "characters (oversize='raise' makes this an error)",
         stacklevel=3,
     )
-    return out
+    if not text:
+        return text  # the tool schemas alone: nothing kompakt may cut
+    return text[:keep] + f"\n[... {what} clamped by kompakt to fit the budget]"
 
 
-# -- several conversations through one adapter -------------------------------------------
+def overhead_of(
+    compactor: Any,
+    instructions: str | None,
+    schemas: Sequence[Mapping[str, Any]],
+    *,
+    oversize: Oversize,
+) -> tuple[str | None, Overhead | None]:
+    """`instructions` fitted to the budget (`fit_overhead`, the tool `schemas` counted
+    with them), and the `Overhead` standing for both (None when there is neither).
+
+    >>> from kompakt import Budgeted
+    >>> text, head = overhead_of(Budgeted(1_000), "You debug.", [{"name": "ls"}],
+    ...                          oversize="raise")
+    >>> text, head.text.splitlines()
+    ('You debug.', ['You debug.', '', '[{"name": "ls"}]'])
+    """
+    tools = dumps(list(schemas)) if schemas else ""
+    reserved = count_text(compactor, tools)
+    fitted = fit_overhead(
+        instructions or "", compactor, oversize=oversize, what="instructions", reserved=reserved
+    )
+    text = "\n\n".join(t for t in (fitted, tools) if t)
+    return (fitted if instructions is not None else None), (Overhead(text) if text else None)
+
+
+def count_text(compactor: Any, text: str) -> int:
+    """Tokens of `text` by `compactor`'s tokenizer (kompakt's estimate when it has none)."""
+    tokenizer = getattr(as_compactor(compactor), "tokenizer", None)
+    if tokenizer is None:
+        from kompakt.tokens import CharEstimator
+
+        tokenizer = CharEstimator()
+    return int(tokenizer.count_text(text)) if text else 0
 
 
 class Conversations:
-    """The mirrors of the conversations one adapter instance serves.
+    """One `Mirror` per conversation, the `limit` most recently used kept; every mirror
+    appends its events to one shared list. A conversation is found by the framework's name
+    for it (`get`: a thread id, a session) or, where it names none, by the messages it
+    starts with (`find`); two conversations never share an index, so neither recompacts
+    the other.
 
-    A conversation is recognised by what it starts with: `find` returns the mirror whose
-    messages so far are a prefix of `source` (the longest such), or a new mirror. Two
-    conversations never share an index, so neither recompacts the other. The newest
-    `limit` conversations are kept.
+    >>> from kompakt import Budgeted
+    >>> pool = Conversations(lambda events: Mirror(Budgeted(900), lambda m, p: [m], list,
+    ...                                            events=events))
+    >>> pool.get("a") is pool.get("a"), pool.get("a") is pool.get("b")
+    (True, False)
     """
 
-    def __init__(
-        self,
-        make: Callable[[], Mirror],
-        *,
-        same: Callable[[Any, Any], bool] | None = None,
-        limit: int = 256,
-    ) -> None:
+    def __init__(self, make: Callable[[list[Any]], Mirror], *, limit: int = 128) -> None:
         self._make = make
-        self._same = same
         self._limit = limit
-        self._mirrors: OrderedDict[int, Mirror] = OrderedDict()
+        self._mirrors: OrderedDict[Hashable, Mirror] = OrderedDict()
+        self._lock = threading.Lock()
         self.events: list[Any] = []
         """Every compaction of every conversation, oldest first."""
+
+    def get(self, key: Hashable) -> Mirror:
+        """The mirror of conversation `key` (made on first use)."""
+        with self._lock:
+            mirror = self._mirrors.pop(key, None)
+            if mirror is None:
+                mirror = self._new()
+            self._mirrors[key] = mirror
+            return mirror
+
+    def find(self, source: Sequence[Any]) -> tuple[Mirror, bool]:
+        """The mirror whose messages so far are the longest prefix of `source` (among
+        those `find` made), or a new one; and whether it is new."""
+        with self._lock:
+            best: tuple[Hashable, Mirror] | None = None
+            for key, mirror in self._mirrors.items():
+                if isinstance(key, _Unnamed):
+                    n = mirror.prefix_of(source)
+                    if n > 0 and (best is None or n > len(best[1].source)):
+                        best = key, mirror
+            if best is not None:
+                self._mirrors.move_to_end(best[0])
+                return best[1], False
+            mirror = self._new()
+            self._mirrors[_Unnamed(id(mirror))] = mirror
+            return mirror, True
+
+    def _new(self) -> Mirror:
+        while len(self._mirrors) >= self._limit:
+            self._mirrors.popitem(last=False)
+        return self._make(self.events)
+
+    def move(self, old: Hashable, new: Hashable) -> None:
+        """Conversation `old` is known as `new` from now on."""
+        with self._lock:
+            mirror = self._mirrors.pop(old, None)
+            if mirror is not None:
+                self._mirrors[new] = mirror
+
+    def drop(self, key: Hashable) -> None:
+        """Forget conversation `key` (its next call rebuilds from the framework's state)."""
+        with self._lock:
+            self._mirrors.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._mirrors
 
     def __len__(self) -> int:
         return len(self._mirrors)
 
-    def find(self, source: Sequence[Any]) -> tuple[Mirror, bool]:
-        """The mirror for `source`, and whether it is new."""
-        best: Mirror | None = None
-        for mirror in self._mirrors.values():
-            n = mirror.prefix_of(source, self._same)
-            if n > 0 and (best is None or n > len(best.source)):
-                best = mirror
-        if best is not None:
-            self._mirrors.move_to_end(id(best))
-            return best, False
-        mirror = self._make()
-        mirror.events = self.events
-        self._mirrors[id(mirror)] = mirror
-        while len(self._mirrors) > self._limit:
-            self._mirrors.popitem(last=False)
-        return mirror, True
+    def __getitem__(self, key: Hashable) -> Mirror:
+        return self._mirrors[key]
+
+
+@dataclass(frozen=True)
+class _Unnamed:
+    """The key of a conversation `Conversations.find` recognised by its messages."""
+
+    id: int

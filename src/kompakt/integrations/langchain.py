@@ -25,20 +25,52 @@ agent = create_agent(model, tools, middleware=[KompaktMiddleware(compactor)])
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
-from kompakt.integrations._bridge import Mirror, dumps, loads_or_text, require
+from kompakt.integrations._bridge import (
+    Conversations,
+    Mirror,
+    Overhead,
+    Oversize,
+    as_compactor,
+    count_text,
+    dumps,
+    fit_overhead,
+    loads_or_text,
+    oversize_option,
+    require,
+    strip_overhead,
+)
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
 __all__ = [
+    "STATE_KEY",
+    "KompaktAgentState",
+    "KompaktGraphState",
     "KompaktMiddleware",
+    "LangChainModel",
     "from_langchain",
+    "merge_views",
     "pre_model_hook",
     "to_langchain",
 ]
 
 Mode = Literal["view", "permanent"]
+
+if TYPE_CHECKING:  # classes built on first use (see `__getattr__`)
+    KompaktMiddleware: Any
+    KompaktAgentState: Any
+    KompaktGraphState: Any
 
 _KEY = "langchain"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -228,73 +260,230 @@ def _kompakt_meta(m: Message) -> dict[str, Any]:
     return meta
 
 
-# -- wiring ---------------------------------------------------------------------------
+# -- one view per conversation, kept in the agent state ---------------------------------
+
+STATE_KEY = "kompakt"
+"""The state key where kompakt keeps each middleware's (or hook's) view, by its name:
+checkpointed with the messages, so a restart or a second run on the same thread sends
+what the previous run would have sent next."""
 
 
-def _mirror(compactor: Any, events: list[Any]) -> Mirror:
-    convert = lambda obj, pos: [message_from_langchain(obj)]  # noqa: E731
-    return Mirror(compactor, convert, to_langchain, same=_same, events=events)
+def merge_views(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """The reducer of `STATE_KEY`: the latest view of each name wins.
 
-
-_MAX_THREADS = 128
-"""Conversations (LangGraph thread ids) a hook keeps an index for; the oldest is dropped."""
+    >>> merge_views({"a": 1, "b": 2}, {"b": 3})
+    {'a': 1, 'b': 3}
+    """
+    return {**(left or {}), **(right or {})}
 
 
 def _thread_id() -> str:
     try:
         from langgraph.config import get_config
 
-        return str(get_config().get("configurable", {}).get("thread_id", ""))
+        return str(get_config().get("configurable", {}).get("thread_id") or "")
     except (ImportError, RuntimeError):
         return ""
 
 
-def _remove_all() -> list[Any]:
+def _conversation(messages: Sequence[Any]) -> str:
+    """The LangGraph thread, or (without a checkpointer) the first message's id, which
+    LangGraph gives every message: concurrent runs never share a view."""
+    thread = _thread_id()
+    if thread:
+        return "thread:" + thread
+    first = next((m.id for m in messages if getattr(m, "id", None)), None)
+    return f"first:{first}" if first else ""
+
+
+def _stored(state: Any, name: str) -> dict[str, Any] | None:
+    views = state.get(STATE_KEY) if isinstance(state, dict) else getattr(state, STATE_KEY, None)
+    record = (views or {}).get(name)
+    return record if isinstance(record, dict) else None
+
+
+def _remove_all() -> Any:
     core = _core()
     graph = require("langgraph.graph.message", "kompakt.integrations.langchain", "langchain")
-    return [core.RemoveMessage(id=graph.REMOVE_ALL_MESSAGES)]
+    return core.RemoveMessage(id=graph.REMOVE_ALL_MESSAGES)
+
+
+def _tool_schemas(tools: Sequence[Any]) -> str:
+    convert = require(
+        "langchain_core.utils.function_calling", "kompakt.integrations.langchain", "langchain"
+    ).convert_to_openai_tool
+    return dumps([t if isinstance(t, dict) else convert(t) for t in tools])
+
+
+class _Core:
+    """What the middleware and the hook share: one `Mirror` per conversation, its view
+    stored in (and restored from) the agent state, the system prompt and tool schemas
+    counted."""
+
+    def __init__(self, compactor: Any, mode: Mode, name: str, oversize: Oversize) -> None:
+        if mode not in ("view", "permanent"):
+            raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        self.compactor = as_compactor(compactor)
+        oversize = oversize_option(oversize)
+        self.mode, self.name, self.oversize = mode, name, oversize
+        self.conversations = Conversations(self._make)
+        self._tools: dict[tuple[int, ...], Overhead] = {}
+        self._fitted: dict[str, str] = {}
+
+    def _make(self, events: list[Any]) -> Mirror:
+        convert = lambda obj, pos: [message_from_langchain(obj)]  # noqa: E731
+        # in view mode the state keeps the originals the view's notes refer to; in
+        # permanent mode the state is the view, and an edited state starts afresh
+        return Mirror(
+            self.compactor, convert, to_langchain, same=_same, events=events,
+            carry=self.mode == "view", lenient=self.oversize == "clamp",
+        )  # fmt: skip
+
+    # -- what is sent -----------------------------------------------------------------
+
+    def source(
+        self, messages: Sequence[Any], system: Any, tools: Sequence[Any]
+    ) -> tuple[list[Any], Any]:
+        """[tool schemas, system prompt, *messages] and the system prompt as sent (clamped
+        when it alone would not leave room in the budget)."""
+        overhead = self._overhead(tools)
+        reserved = count_text(self.compactor, overhead.text) if overhead else 0
+        if system is not None and isinstance(system.content, str):
+            fitted = self._fit(system.content, reserved)
+            if fitted != system.content:
+                system = system.model_copy(update={"content": fitted})
+        elif reserved:
+            self._fit("", reserved)
+        head = [overhead] if overhead is not None else []
+        return [*head, *([system] if system is not None else []), *messages], system
+
+    def _overhead(self, tools: Sequence[Any]) -> Overhead | None:
+        if not tools:
+            return None
+        key = tuple(id(t) for t in tools)
+        overhead = self._tools.get(key)
+        if overhead is None:
+            if len(self._tools) > 64:
+                self._tools.clear()
+            overhead = self._tools[key] = Overhead(_tool_schemas(tools))
+        return overhead
+
+    def _fit(self, text: str, reserved: int) -> str:
+        key = f"{reserved}:{text}"
+        if key not in self._fitted:
+            self._fitted[key] = fit_overhead(
+                text, self.compactor, oversize=self.oversize, what="system prompt",
+                reserved=reserved,
+            )  # fmt: skip
+        return self._fitted[key]
+
+    # -- one conversation ----------------------------------------------------------------
+
+    def mirror(self, state: Any, messages: Sequence[Any], source: Sequence[Any]) -> Mirror:
+        """The conversation's mirror, rebuilt from the state when the state's view is not
+        the one this mirror made (a restart, another process, a rewound thread)."""
+        key = _conversation(messages)
+        mirror = self.conversations.get(key)
+        if self.mode != "view":
+            return mirror
+        record = _stored(state, self.name)
+        # no view in the state: none was made yet, or the graph's state has no channel
+        # for it (then the view lives only in this process, as the mirror has it)
+        if record is not None and mirror.rev != record.get("rev"):
+            self.conversations.drop(key)
+            mirror = self.conversations.get(key)
+            mirror.sync(source)
+            mirror.restore(record)
+        return mirror
+
+    def changed(self, mirror: Mirror, rev: str | None) -> dict[str, Any] | None:
+        """The state update that stores the mirror's view, when it changed since `rev`."""
+        if self.mode != "view" or mirror.rev == rev:
+            return None
+        return {STATE_KEY: {self.name: mirror.record()}}
+
+    def run(
+        self, state: Any, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+    ) -> tuple[list[Any], Any, dict[str, Any] | None]:
+        """The messages to send, the system prompt to send, the state update (or None)."""
+        source, system = self.source(messages, system, tools)
+        mirror = self.mirror(state, messages, source)
+        rev = mirror.rev
+        out = strip_overhead(mirror.process(source))
+        return _without(out, system), system, self.changed(mirror, rev)
+
+    async def arun(
+        self, state: Any, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
+    ) -> tuple[list[Any], Any, dict[str, Any] | None]:
+        """`run` for strategies that await a model."""
+        source, system = self.source(messages, system, tools)
+        mirror = self.mirror(state, messages, source)
+        rev = mirror.rev
+        out = strip_overhead(await mirror.aprocess(source))
+        return _without(out, system), system, self.changed(mirror, rev)
+
+    def rewrite(
+        self, messages: Sequence[Any], out: list[Any], system: Any, tools: Sequence[Any]
+    ) -> list[Any] | None:
+        """Permanent mode: the state's new messages (None when nothing changed), indexed
+        once as the conversation's history from now on."""
+        if len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True)):
+            return None
+        key = _conversation(out)
+        self.conversations.move(_conversation(messages), key)
+        self.conversations.get(key).sync(self.source(out, system, tools)[0])
+        return out
+
+
+def _without(out: list[Any], system: Any) -> list[Any]:
+    return out[1:] if system is not None and out and out[0] is system else out
+
+
+# -- LangGraph ------------------------------------------------------------------------
 
 
 class _Hook:
     """A LangGraph node: state in, a state update out."""
 
-    def __init__(self, compactor: Any, mode: Mode) -> None:
-        if mode not in ("view", "permanent"):
-            raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-        self.mode = mode
-        self.compactor = compactor
-        self.events: list[Any] = []
-        self._mirrors: dict[str, Mirror] = {}
+    def __init__(
+        self,
+        compactor: Any,
+        mode: Mode,
+        *,
+        name: str = "kompakt",
+        tools: Sequence[Any] = (),
+        prompt: str | None = None,
+        oversize: Oversize = "clamp",
+    ) -> None:
+        self.core = _Core(compactor, mode, name, oversize)
+        self.tools = list(tools)
+        self.prompt = prompt
 
     @property
-    def mirror(self) -> Mirror:
-        """The index of the conversation (LangGraph thread) running now."""
-        key = _thread_id()
-        mirror = self._mirrors.pop(key, None)
-        if mirror is None:
-            mirror = _mirror(self.compactor, self.events)
-            if len(self._mirrors) >= _MAX_THREADS:
-                self._mirrors.pop(next(iter(self._mirrors)))
-        self._mirrors[key] = mirror  # most recently used last
-        return mirror
+    def events(self) -> list[Any]:
+        """Every compaction event so far (all threads)."""
+        return self.core.conversations.events
 
-    def _update(self, mirror: Mirror, before: Sequence[Any], after: list[Any]) -> dict[str, Any]:
-        if self.mode == "view":
-            return {"llm_input_messages": after}
-        if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
-            return {}
-        mirror.sync(after)  # the state becomes `after`: index it once, not on every call
-        return {"messages": [*_remove_all(), *after]}
+    def _system(self) -> Any:
+        return None if self.prompt is None else _core().SystemMessage(self.prompt, id="kompakt-p")
+
+    def _update(
+        self, messages: list[Any], out: list[Any], system: Any, stored: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        if self.core.mode == "view":
+            return {"llm_input_messages": out, **(stored or {})}
+        new = self.core.rewrite(messages, out, system, self.tools)
+        return {} if new is None else {"messages": [_remove_all(), *new]}
 
     def __call__(self, state: Any) -> dict[str, Any]:
         messages = _state_messages(state)
-        mirror = self.mirror
-        return self._update(mirror, messages, mirror.process(messages))
+        out, system, stored = self.core.run(state, messages, self._system(), self.tools)
+        return self._update(messages, out, system, stored)
 
     async def acall(self, state: Any) -> dict[str, Any]:
         messages = _state_messages(state)
-        mirror = self.mirror
-        return self._update(mirror, messages, await mirror.aprocess(messages))
+        out, system, stored = await self.core.arun(state, messages, self._system(), self.tools)
+        return self._update(messages, out, system, stored)
 
 
 def _state_messages(state: Any) -> list[Any]:
@@ -302,114 +491,195 @@ def _state_messages(state: Any) -> list[Any]:
     return list(messages)
 
 
-def pre_model_hook(compactor: Any, *, mode: Mode = "view", is_async: bool = False) -> Any:
-    """A LangGraph ``pre_model_hook`` driven by a kompakt `Compactor`.
+def pre_model_hook(
+    compactor: Any,
+    *,
+    mode: Mode = "view",
+    is_async: bool = False,
+    name: str = "kompakt",
+    tools: Sequence[Any] = (),
+    prompt: str | None = None,
+    oversize: Oversize = "clamp",
+) -> Any:
+    """A LangGraph ``pre_model_hook`` (or plain graph node) driven by a kompakt `Compactor`.
 
     ``mode="view"`` returns ``{"llm_input_messages": compacted}`` (the graph state keeps
-    every message); ``mode="permanent"`` returns ``{"messages": [RemoveMessage(all),
-    *compacted]}`` so the state itself shrinks. ``is_async=True`` gives a coroutine node
-    (for summarizing strategies that await a model).
+    every message) and, when the view changed, ``{"kompakt": {name: view}}``: give the
+    graph's state a `STATE_KEY` channel (`KompaktGraphState` has one) and the view is
+    checkpointed with the thread. ``mode="permanent"`` returns ``{"messages":
+    [RemoveMessage(all), *compacted]}`` so the state itself shrinks. ``is_async=True``
+    gives a coroutine node (for summarizing strategies that await a model). `tools` and
+    `prompt`, when the graph sends them, are counted toward the budget.
 
     ```python
-    from langgraph.prebuilt import create_react_agent
-    agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(compactor))
+    graph.add_node("compact", pre_model_hook(compactor, tools=tools, prompt="You debug."))
     ```
     """
-    hook = _Hook(compactor, mode)
+    hook = _Hook(compactor, mode, name=name, tools=tools, prompt=prompt, oversize=oversize)
     runnables = require("langchain_core.runnables", "pre_model_hook", "langchain")
     if is_async:
-        return runnables.RunnableLambda(hook.__call__, afunc=hook.acall, name="kompakt")
-    return runnables.RunnableLambda(hook.__call__, name="kompakt")
+        node = runnables.RunnableLambda(hook.__call__, afunc=hook.acall, name=name)
+    else:
+        node = runnables.RunnableLambda(hook.__call__, name=name)
+    node.kompakt = hook
+    return node
 
 
-def _middleware_base() -> Any:
-    mod = require("langchain.agents.middleware", "KompaktMiddleware", "langchain")
-    return mod.AgentMiddleware
+# -- LangChain v1 agents ------------------------------------------------------------------
 
 
-def KompaktMiddleware(compactor: Any, *, mode: Mode = "view") -> Any:
-    """A LangChain v1 agent middleware driven by a kompakt `Compactor`.
-
-    ``mode="view"``: `wrap_model_call` sends the model a compacted copy and the agent
-    state keeps every message. ``mode="permanent"``: `before_model` replaces the state's
-    messages with the compacted ones. The system prompt counts toward the budget and is
-    never removed. Sync and async agents are both served.
-
-    ```python
-    agent = create_agent(model, tools, middleware=[KompaktMiddleware(compactor)])
-    ```
-    """
-    cls = _middleware_class()
-    return cls(compactor, mode=mode)
+_CLASSES: dict[str, Any] = {}
 
 
-_CLASS: list[Any] = []
+def __getattr__(name: str) -> Any:
+    """`KompaktMiddleware` and the state schemas are classes built on first use, so that
+    importing this module imports no framework."""
+    if name in ("KompaktMiddleware", "KompaktAgentState", "KompaktGraphState"):
+        if not _CLASSES:
+            _build_classes()
+        return _CLASSES[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _middleware_class() -> Any:
-    if _CLASS:
-        return _CLASS[0]
-    base = _middleware_base()
+def _build_classes() -> None:
+    mw = require("langchain.agents.middleware", "KompaktMiddleware", "langchain")
+    types = require("langgraph.types", "KompaktMiddleware", "langchain")
+    graph = require("langgraph.graph", "KompaktMiddleware", "langchain")
 
-    class _KompaktMiddleware(base):  # type: ignore[misc, valid-type]
-        """Compacts the agent's messages with a kompakt `Compactor`."""
+    class KompaktAgentState(mw.AgentState):  # type: ignore[misc, name-defined]
+        """`AgentState` with the views of kompakt middlewares (checkpointed with it)."""
 
-        def __init__(self, compactor: Any, *, mode: Mode = "view") -> None:
+        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]  # type: ignore[valid-type]
+
+    class KompaktGraphState(graph.MessagesState):  # type: ignore[misc, name-defined]
+        """`MessagesState` with the views of kompakt hooks, for graphs of your own."""
+
+        kompakt: NotRequired[Annotated[dict[str, Any], merge_views]]  # type: ignore[valid-type]
+
+    class KompaktMiddleware(mw.AgentMiddleware):  # type: ignore[misc, name-defined]
+        """A LangChain v1 agent middleware driven by a kompakt `Compactor`.
+
+        Args:
+            compactor: a `Compactor`, or a bare strategy (``Budgeted(60_000)``).
+            mode: ``"view"`` (default) compacts what the model is sent and keeps every
+                message in the state; ``"permanent"`` also replaces the state's messages
+                with the compacted ones.
+            name: the middleware's name (give several different names to coexist).
+            oversize: when the system prompt and tool schemas alone take more than half
+                the budget, ``"clamp"`` (default) sends the system prompt clamped and
+                warns, ``"raise"`` raises `BudgetImpossible` before the model is called.
+
+        The system prompt, the tool schemas and the pending messages all count toward the
+        budget. Each conversation (LangGraph thread) has its own view, stored in the
+        state under ``"kompakt"`` so a checkpointer keeps it: a restart, a second run or
+        a new middleware on the same thread sends what the previous run would have sent.
+
+        ```python
+        agent = create_agent(model, tools, middleware=[KompaktMiddleware(compactor)])
+        ```
+        """
+
+        state_schema = KompaktAgentState
+
+        def __init__(
+            self,
+            compactor: Any,
+            *,
+            mode: Mode = "view",
+            name: str = "KompaktMiddleware",
+            oversize: Oversize = "clamp",
+        ) -> None:
             super().__init__()
-            self.hook = _Hook(compactor, mode)
+            self.core = _Core(compactor, mode, name, oversize)
 
         @property
         def name(self) -> str:
-            return "KompaktMiddleware"
+            return self.core.name
 
         @property
-        def mirror(self) -> Mirror:
-            return self.hook.mirror
+        def mode(self) -> Mode:
+            return self.core.mode
 
         @property
         def events(self) -> list[Any]:
-            """Every compaction event so far (all threads)."""
-            return self.hook.events
+            """Every compaction event so far, oldest first (all threads)."""
+            return self.core.conversations.events
 
-        def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-            if self.hook.mode != "permanent":
-                return None
-            return self.hook(state) or None
-
-        async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-            if self.hook.mode != "permanent":
-                return None
-            return await self.hook.acall(state) or None
+        @property
+        def conversations(self) -> Conversations:
+            """The views kept in memory, one per thread (rebuilt from the state on need)."""
+            return self.core.conversations
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            if self.hook.mode != "view":
-                return handler(request)
-            out = self.hook.mirror.process(_request_messages(request))
-            return handler(_override(request, out))
+            messages = list(request.messages)
+            out, system, stored = self.core.run(
+                request.state, messages, request.system_message, request.tools
+            )
+            response = handler(_override(request, out, system))
+            return _respond(self.core, messages, out, system, stored, response, request.tools)
 
         async def awrap_model_call(
             self, request: Any, handler: Callable[[Any], Awaitable[Any]]
         ) -> Any:
-            if self.hook.mode != "view":
-                return await handler(request)
-            out = await self.hook.mirror.aprocess(_request_messages(request))
-            return await handler(_override(request, out))
+            messages = list(request.messages)
+            out, system, stored = await self.core.arun(
+                request.state, messages, request.system_message, request.tools
+            )
+            response = await handler(_override(request, out, system))
+            return _respond(self.core, messages, out, system, stored, response, request.tools)
 
-    _CLASS.append(_KompaktMiddleware)
-    return _KompaktMiddleware
+        def __repr__(self) -> str:
+            return f"KompaktMiddleware({self.core.compactor!r}, mode={self.mode!r})"
+
+    def _respond(
+        core: _Core,
+        messages: list[Any],
+        out: list[Any],
+        system: Any,
+        stored: dict[str, Any] | None,
+        response: Any,
+        tools: Sequence[Any],
+    ) -> Any:
+        update = dict(stored or {})
+        if core.mode == "permanent":
+            new = core.rewrite(messages, out, system, tools)
+            if new is not None:
+                result = _result_of(response)
+                for m in result:  # one id in both updates: added once whatever the order
+                    if m.id is None:
+                        m.id = f"kompakt-{uuid.uuid4().hex}"
+                update["messages"] = [_remove_all(), *new, *result]
+        if not update:
+            return response
+        if isinstance(response, mw.ExtendedModelResponse):
+            command = response.command
+            if command is not None and isinstance(command.update, dict):
+                update = {**command.update, **update}
+            response = response.model_response
+        if not isinstance(response, mw.ModelResponse):
+            response = mw.ModelResponse(result=[response])
+        return mw.ExtendedModelResponse(
+            model_response=response, command=types.Command(update=update)
+        )
+
+    def _result_of(response: Any) -> list[Any]:
+        if isinstance(response, mw.ExtendedModelResponse):
+            response = response.model_response
+        return list(response.result) if isinstance(response, mw.ModelResponse) else [response]
+
+    for cls in (KompaktAgentState, KompaktGraphState, KompaktMiddleware):
+        cls.__module__ = __name__
+    _CLASSES.update(
+        KompaktMiddleware=KompaktMiddleware,
+        KompaktAgentState=KompaktAgentState,
+        KompaktGraphState=KompaktGraphState,
+    )
 
 
-def _request_messages(request: Any) -> list[Any]:
-    """The system prompt (it counts toward the budget) and the messages of a request."""
-    system = request.system_message
-    return [system, *request.messages] if system is not None else list(request.messages)
-
-
-def _override(request: Any, out: list[Any]) -> Any:
-    system = request.system_message
-    if system is not None and out and out[0] is system:
-        out = out[1:]
-    return request.override(messages=out)
+def _override(request: Any, out: list[Any], system: Any) -> Any:
+    if system is request.system_message:
+        return request.override(messages=out)
+    return request.override(messages=out, system_message=system)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -417,3 +687,31 @@ def _same(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     return bool(a.id == b.id) if a.id is not None else bool(a == b)
+
+
+# -- the agent's own model as kompakt's summarizer -----------------------------------------
+
+
+class LangChainModel(BaseChatModel):
+    """A LangChain chat model as a kompakt `ChatModel`, so summaries use the agent's own
+    model: ``Compactor(strategy=Summarize(), summarizer=LangChainModel(chat_model))``.
+
+    >>> from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    >>> LangChainModel(FakeListChatModel(responses=["a summary"])).chat_sync(
+    ...     [Message.user("summarize")]).text
+    'a summary'
+    """
+
+    def __init__(self, model: Any, **options: Any) -> None:
+        super().__init__(name=options.pop("name", type(model).__name__), **options)
+        self.model = model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        answer = await self.model.ainvoke(to_langchain(request.messages))
+        text = answer.content if isinstance(answer.content, str) else getattr(answer, "text", "")
+        usage = getattr(answer, "usage_metadata", None) or {}
+        if usage:
+            spent = Usage(usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+        else:
+            spent = estimate_usage(request.messages, str(text))
+        return assistant_response(str(text), spent)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import uuid
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -45,15 +44,16 @@ from typing import Any
 from kompakt.integrations._bridge import (
     Conversations,
     Mirror,
-    Oversized,
+    Overhead,
+    Oversize,
     as_compactor,
     as_text,
     dumps,
-    fit_preamble,
-    is_preamble,
     loads_or_text,
-    preamble,
+    overhead_of,
+    oversize_option,
     require,
+    strip_overhead,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
 from kompakt.models.base import (
@@ -327,8 +327,6 @@ def _same(a: Any, b: Any) -> bool:
     Ids MAF made up (``msg_<position>``) differ between a run's copy and the stored message,
     so only ids a provider gave are compared.
     """
-    if isinstance(a, Message) or isinstance(b, Message):
-        return a is b or (isinstance(a, Message) and isinstance(b, Message) and a == b)
     if a.role != b.role or a.text != b.text:
         return False
     ids = (a.message_id or "", b.message_id or "")
@@ -337,10 +335,6 @@ def _same(a: Any, b: Any) -> bool:
     return [getattr(c, "call_id", None) for c in a.contents] == [
         getattr(c, "call_id", None) for c in b.contents
     ]
-
-
-def _convert(obj: Any, position: int) -> list[Message]:
-    return [obj] if isinstance(obj, Message) else message_from_maf(obj, position)
 
 
 def _render(messages: Sequence[Message]) -> list[Any]:
@@ -407,9 +401,9 @@ class KompaktStrategy:
             (MAF sends them outside the message list). With `provider()` they are read
             from the agent before each run; give them here for a strategy without it.
         tools: the agent's tools (functions or MAF tools), whose schemas are counted.
-        oversized: instructions and schemas leaving less than a quarter of the budget
-            raise `ConfigError` here (``"error"``) or are counted cut to fit (``"clamp"``,
-            with a warning; MAF still sends them whole).
+        oversize: instructions and schemas taking more than half the budget raise
+            `BudgetImpossible` here, before any model call (``"raise"``), or are counted
+            cut to fit (``"clamp"``, with a warning; MAF still sends them whole).
 
     ```python
     strategy = KompaktStrategy(compactor, instructions="You debug.", tools=[read_file])
@@ -424,20 +418,22 @@ class KompaktStrategy:
         *,
         instructions: str | None = None,
         tools: Sequence[Any] = (),
-        oversized: Oversized = "error",
+        oversize: Oversize = "raise",
     ) -> None:
         self.compactor = as_compactor(compactor)
-        self.oversized: Oversized = oversized
-        self.preamble = fit_preamble(
-            self.compactor, preamble(instructions, tool_schemas(tools)), oversized=oversized
+        self.oversize: Oversize = oversize_option(oversize)
+        _, self.overhead = overhead_of(
+            self.compactor, instructions, tool_schemas(tools), oversize=oversize
         )
-        self._given = bool(self.preamble)
-        self.conversations = Conversations(self._mirror, same=_same)
+        self._given = self.overhead is not None
+        self.conversations = Conversations(self._mirror, limit=_KEPT)
         self._notes: weakref.WeakKeyDictionary[Mirror, _Notes] = weakref.WeakKeyDictionary()
-        self._sessions: OrderedDict[str, Mirror] = OrderedDict()
 
-    def _mirror(self) -> Mirror:
-        return Mirror(self.compactor, _convert, _render, same=_same)
+    def _mirror(self, events: list[Any]) -> Mirror:
+        return Mirror(
+            self.compactor, message_from_maf, _render, same=_same, events=events,
+            lenient=self.oversize == "clamp",
+        )  # fmt: skip
 
     @property
     def events(self) -> list[Any]:
@@ -453,37 +449,33 @@ class KompaktStrategy:
         """
         return _provider_class()(self, source_id)
 
-    def _bound(self) -> tuple[Any, str, list[Message]] | None:
-        """(session, state key, preamble) when the provider bound this run to a session."""
+    def _bound(self) -> tuple[Any, str, Overhead | None] | None:
+        """(session, state key, overhead) when the provider bound this run to a session."""
         bound = _SESSION.get()
         if bound is None or bound[0] is not self:
             return None
-        return bound[1], bound[2], (self.preamble if self._given else bound[3])
+        return bound[1], bound[2], (self.overhead if self._given else bound[3])
 
     def _find(self, full: list[Any], bound: Any) -> tuple[Mirror, bool, Any]:
         if bound is None:
             mirror, new = self.conversations.find(full)
             return mirror, new, None
         session, key, _ = bound
-        known = self._sessions.get(session.session_id)
-        if known is not None and known.prefix_of(full, _same) >= 0:
-            self._sessions.move_to_end(session.session_id)
-            return known, False, (session, key)
-        mirror = self._mirror()
-        mirror.events = self.conversations.events
-        self._sessions[session.session_id] = mirror
-        while len(self._sessions) > _SESSIONS_KEPT:
-            self._sessions.popitem(last=False)  # a session seen again resumes from its state
-        return mirror, True, (session, key)
+        name = ("session", session.session_id)
+        if name in self.conversations and self.conversations[name].prefix_of(full) >= 0:
+            return self.conversations.get(name), False, (session, key)
+        self.conversations.drop(name)  # a session seen again resumes from its state
+        return self.conversations.get(name), True, (session, key)
 
     async def __call__(self, messages: list[Any]) -> bool:
         source = [m for m in messages if not _is_note(m) and (not _excluded(m) or _mine(m))]
         binding = self._bound()
-        full = [*(binding[2] if binding else self.preamble), *source]
+        overhead = binding[2] if binding else self.overhead
+        full = [*([overhead] if overhead is not None else []), *source]
         while True:
             mirror, new, bound = self._find(full, binding)
             async with mirror.alock:
-                if not new and mirror.prefix_of(full, _same) < 0:
+                if not new and mirror.prefix_of(full) < 0:
                     continue  # another conversation took it over meanwhile: look again
                 mirror.sync(full)
                 if new:
@@ -492,35 +484,38 @@ class KompaktStrategy:
                 await mirror.acompact()
                 if bound is not None and (new or len(mirror.events) > before):
                     _save(mirror, *bound)
-                rendered = [r for r in mirror.render() if not is_preamble(r)]
+                rendered = strip_overhead(mirror.render())
                 if mirror.last_render_reused and not new:
                     return False  # only new originals, sent as they are: nothing to mark
                 notes = self._notes.setdefault(mirror, _Notes())
                 return _write_back(messages, source, rendered, notes, link=bound is None)
 
 
-_SESSION: ContextVar[tuple[Any, Any, str, list[Message]] | None] = ContextVar(
+_SESSION: ContextVar[tuple[Any, Any, str, Overhead | None] | None] = ContextVar(
     "kompakt_maf_session", default=None
 )
-"""(strategy, session, state key, preamble) of the run in progress, set by its provider."""
+"""(strategy, session, state key, overhead) of the run in progress, set by its provider."""
 
 
-def _agent_preamble(strategy: KompaktStrategy, agent: Any, context: Any) -> list[Message]:
+def _agent_overhead(strategy: KompaktStrategy, agent: Any, context: Any) -> Overhead | None:
     """The instructions and tool schemas this run sends (the agent's and its providers'),
     checked against the budget before the first model call."""
     if strategy._given:
-        return strategy.preamble
+        return strategy.overhead
     options = getattr(agent, "default_options", None) or {}
     parts = [options.get("instructions"), *getattr(context, "instructions", ())]
     instructions = "\n".join(p for p in parts if isinstance(p, str) and p)
     tools = [*(options.get("tools") or ()), *getattr(context, "tools", ())]
-    made = preamble(instructions or None, tool_schemas(tools))
-    return fit_preamble(strategy.compactor, made, oversized=strategy.oversized)
+    _, overhead = overhead_of(
+        strategy.compactor, instructions or None, tool_schemas(tools), oversize=strategy.oversize
+    )
+    return overhead
 
 
 _PROVIDER: list[Any] = []
-_SESSIONS_KEPT = 256
-"""Sessions whose index a strategy keeps in memory (older ones resume from their state)."""
+_KEPT = 256
+"""Conversations whose index a strategy keeps in memory (an older session resumes from its
+state, an older list from its marks)."""
 
 
 def _provider_class() -> Any:
@@ -537,7 +532,7 @@ def _provider_class() -> Any:
 
         async def before_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
             if session is not None:
-                extra = _agent_preamble(self.strategy, agent, context)
+                extra = _agent_overhead(self.strategy, agent, context)
                 _SESSION.set((self.strategy, session, self.source_id, extra))
             _name(context.input_messages)
             for loaded in context.context_messages.values():

@@ -39,11 +39,11 @@ from typing import Any
 from kompakt.integrations._bridge import (
     Conversations,
     Mirror,
-    Oversized,
+    Oversize,
     as_compactor,
-    fit_preamble,
-    is_preamble,
-    preamble,
+    overhead_of,
+    oversize_option,
+    strip_overhead,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
 from kompakt.models.base import (
@@ -336,7 +336,7 @@ class KompaktSession:
             return events
         return self._mirror.events if self._mirror is not None else []
 
-    def run_config(self, *, oversized: Oversized = "clamp", **options: Any) -> Any:
+    def run_config(self, *, oversize: Oversize = "clamp", **options: Any) -> Any:
         """A ``RunConfig`` whose model input filter compacts during a run too.
 
         From then on the session hands the runner its originals and the filter compacts
@@ -344,7 +344,7 @@ class KompaktSession:
         tool run stays in budget, and the view lives in the session's store: the next run,
         or a new process on the same store, sends what the last call would have sent
         next. `options` go to ``RunConfig`` as they are; see `model_input_filter` for
-        `oversized`.
+        `oversize`.
 
         ```python
         await Runner.run(agent, "fix it", session=session, run_config=session.run_config())
@@ -355,7 +355,7 @@ class KompaktSession:
         if self.compactor is None:
             return RunConfig(**options)
         if self._filter is None:
-            self._filter = _filter(self.compactor, oversized, self)
+            self._filter = _filter(self.compactor, oversize, self)
         return RunConfig(call_model_input_filter=self._filter, **options)
 
     # -- hidden originals (pop_item, clear_session) ---------------------------------
@@ -440,14 +440,14 @@ class KompaktSession:
 
 
 def model_input_filter(
-    compactor: Any, *, oversized: Oversized = "clamp"
+    compactor: Any, *, oversize: Oversize = "clamp"
 ) -> Callable[[Any], Awaitable[Any]]:
     """A ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
 
     The agent's instructions and tool schemas are counted in the budget (the SDK sends
-    them beside the input); instructions leaving less than a quarter of the budget are
-    cut to fit with a warning (``oversized="clamp"``) or raise `ConfigError` before the
-    first model call (``"error"``). One filter serves any number of conversations at
+    them beside the input); when they take more than half the budget the instructions
+    are cut to fit with a warning (``oversize="clamp"``), or `BudgetImpossible` is raised
+    before the first model call (``"raise"``). One filter serves any number of conversations at
     once: each, recognised by the items it starts with, has its own index. A conversation
     met for the first time (a restart on the SDK's `SQLiteSession`, another process) is
     indexed the way its model calls saw it, so its next call continues the last one.
@@ -457,29 +457,33 @@ def model_input_filter(
     await Runner.run(agent, "fix the failing test", run_config=config)
     ```
     """
-    return _filter(compactor, oversized, None)
+    return _filter(compactor, oversize, None)
 
 
-def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any], Awaitable[Any]]:
+def _filter(compactor: Any, oversize: Oversize, session: Any) -> Callable[[Any], Awaitable[Any]]:
     """`model_input_filter`; bound to a `KompaktSession`, a conversation starts from the
     view the session's store recorded last and records every compaction there."""
     template = as_compactor(compactor)
+    oversize = oversize_option(oversize)
     conversations = Conversations(
-        lambda: Mirror(template, lambda m, pos: [m], list, same=_same_message), same=_same_message
-    )
+        lambda events: Mirror(
+            template, lambda m, pos: [m], list, same=_same, events=events,
+            lenient=oversize == "clamp",
+        ),
+        limit=256,
+    )  # fmt: skip
 
     async def kompakt_input(data: Any) -> Any:
         model_data = data.model_data
-        extra = fit_preamble(
-            template,
-            preamble(model_data.instructions, _tool_schemas(data.agent)),
-            oversized=oversized,
+        instructions, overhead = overhead_of(
+            template, model_data.instructions, _tool_schemas(data.agent), oversize=oversize
         )
+        extra = [overhead] if overhead is not None else []
         msgs = [*extra, *from_openai_agents([_plain(i) for i in model_data.input])]
         while True:
             mirror, new = conversations.find(msgs)
             async with mirror.alock:
-                if not new and mirror.prefix_of(msgs, _same_message) < 0:
+                if not new and mirror.prefix_of(msgs) < 0:
                     continue
                 if new and session is None:
                     await _replay(mirror, msgs, len(extra))
@@ -490,9 +494,8 @@ def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any
                 await mirror.acompact()
                 if session is not None and len(mirror.events) > before:
                     session._record(mirror)
-                out = [m for m in mirror.render() if not is_preamble(m)]
+                out = strip_overhead(mirror.render())
                 break
-        instructions = next((m.text for m in extra if m.id.endswith("instructions")), None)
         return replace(
             model_data,
             input=to_openai_agents(out),
@@ -504,7 +507,7 @@ def _filter(compactor: Any, oversized: Oversized, session: Any) -> Callable[[Any
     return kompakt_input
 
 
-async def _replay(mirror: Mirror, msgs: list[Message], start: int) -> None:
+async def _replay(mirror: Mirror, msgs: list[Any], start: int) -> None:
     """Index a conversation seen for the first time (a restart, another process) the way
     its model calls saw it: each call's input ended where the model's answer begins, so
     compacting at each of those points rebuilds the view the last call sent (free for
@@ -528,7 +531,7 @@ def _tool_schemas(agent: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _same_message(a: Message, b: Message) -> bool:
+def _same(a: Message, b: Message) -> bool:
     return a.id == b.id and a.digest == b.digest
 
 

@@ -27,19 +27,51 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from kompakt.integrations._bridge import Mirror, as_text, dumps, loads_or_text, require
+from kompakt.integrations._bridge import (
+    Conversations,
+    Mirror,
+    Overhead,
+    Oversize,
+    as_compactor,
+    as_text,
+    count_text,
+    dumps,
+    fit_overhead,
+    loads_or_text,
+    oversize_option,
+    require,
+    strip_overhead,
+)
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
 __all__ = [
+    "NOTE_KEY",
+    "VIEW_KEY",
     "KompaktCapability",
+    "PydanticAIModel",
     "from_pydantic_ai",
     "history_processor",
+    "stored_view",
     "to_pydantic_ai",
+    "transcript",
 ]
 
 Mode = Literal["view", "permanent"]
 
 _KEY = "pydantic_ai"
+NOTE_KEY = "kompakt"
+"""In a message's ``metadata``: the message is a kompakt note (what it covers)."""
+VIEW_KEY = "kompakt_view"
+"""In a request's ``metadata``: the view kompakt sent (its notes and what they stand
+in for), on the latest request that changed it; serialised with the history."""
 _WHAT = "kompakt.integrations.pydantic_ai"
 
 
@@ -75,10 +107,26 @@ def message_from_pydantic_ai(message: Any, position: int = 0) -> list[Message]:
 
 def _from_dict(d: dict[str, Any], pos: int) -> list[Message]:
     parts = d.pop("parts")
+    note = _note_of(d)
     if d.get("kind") == "response":
-        return [_response(d, parts, pos)]
-    out = [_request_part(p, d, pos, k, len(parts)) for k, p in enumerate(parts)]
-    return out or [Message(role="user", extra={_KEY: {"message": d, "src": pos, "part": 0}})]
+        out = [_response(d, parts, pos)]
+    else:
+        out = [_request_part(p, d, pos, k, len(parts)) for k, p in enumerate(parts)]
+        out = out or [Message(role="user", extra={_KEY: {"message": d, "src": pos, "part": 0}})]
+    if note:  # a note kompakt wrote into a permanent history: it stays one
+        covers = tuple(note.get("covers", ()))
+        out = [m.evolve(synthetic=note["synthetic"], covers=covers, id=note["id"]) for m in out]
+    return out
+
+
+def _note_of(d: dict[str, Any]) -> dict[str, Any] | None:
+    """The provenance of a kompakt note (taken out of the message's metadata)."""
+    meta = d.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get(NOTE_KEY), dict):
+        return None
+    rest = {k: v for k, v in meta.items() if k != NOTE_KEY}
+    d["metadata"] = rest or None
+    return dict(meta[NOTE_KEY])
 
 
 def _request_part(p: dict[str, Any], env: dict[str, Any], pos: int, k: int, n: int) -> Message:
@@ -196,7 +244,7 @@ def to_pydantic_ai(messages: Sequence[Message]) -> list[Any]:
             dicts[-1]["parts"].append(part)
         else:
             env = dict(src.get("message") or {"kind": "request"}) if m.synthetic is None else {}
-            dicts.append({**env, "kind": "request", "parts": [part]})
+            dicts.append({**env, **_note_meta(m), "kind": "request", "parts": [part]})
         last = key
     adapter = _messages_module().ModelMessagesTypeAdapter
     return list(adapter.validate_python(dicts))
@@ -239,7 +287,16 @@ def _response_dict(m: Message, src: dict[str, Any]) -> dict[str, Any]:
                 parts.append(dict(p.data))
         else:
             parts.append(_call_dict(next(calls)))
-    return {**env, "kind": "response", "parts": parts}
+    return {**env, **_note_meta(m), "kind": "response", "parts": parts}
+
+
+def _note_meta(m: Message) -> dict[str, Any]:
+    """A kompakt note says so in its metadata (which no model is sent)."""
+    if m.synthetic is None:
+        return {}
+    return {
+        "metadata": {NOTE_KEY: {"synthetic": m.synthetic, "covers": list(m.covers), "id": m.id}}
+    }
 
 
 def _call_dict(c: ToolCall) -> dict[str, Any]:
@@ -259,39 +316,188 @@ def _call_dict(c: ToolCall) -> dict[str, Any]:
     }
 
 
-# -- wiring ---------------------------------------------------------------------------
+# -- one view per conversation, kept in the message history ------------------------------
 
 
-def _mirror(compactor: Any, events: list[Any] | None = None) -> Mirror:
-    return Mirror(compactor, message_from_pydantic_ai, to_pydantic_ai, events=events)
+def stored_view(messages: Sequence[Any]) -> dict[str, Any] | None:
+    """The latest view kompakt stored in `messages` (a request's ``metadata``), or None."""
+    for m in reversed(messages):
+        meta = getattr(m, "metadata", None)
+        if isinstance(meta, dict) and isinstance(meta.get(VIEW_KEY), dict):
+            return dict(meta[VIEW_KEY])
+    return None
 
 
-def history_processor(compactor: Any) -> Callable[[list[Any]], Any]:
-    """An async history processor ``(messages) -> messages`` driven by a `Compactor`.
+def _store_view(messages: Sequence[Any], record: dict[str, Any]) -> None:
+    """Keep `record` on the newest request of `messages`, and only there."""
+    holder = next((m for m in reversed(messages) if getattr(m, "kind", "") == "request"), None)
+    if holder is None:
+        return
+    for m in messages:
+        meta = getattr(m, "metadata", None)
+        if m is not holder and isinstance(meta, dict) and VIEW_KEY in meta:
+            m.metadata = {k: v for k, v in meta.items() if k != VIEW_KEY} or None
+    holder.metadata = {**(holder.metadata or {}), VIEW_KEY: record}
+
+
+def transcript(messages: Sequence[Any]) -> list[Any]:
+    """`messages` without kompakt's notes: what a user should be shown of a history that
+    ``mode="permanent"`` compacted (the notes say what they cover in ``metadata``).
+
+    >>> from pydantic_ai.messages import ModelResponse, TextPart
+    >>> note = to_pydantic_ai([Message.assistant("[Tool results: ...]", synthetic="collapsed")])
+    >>> transcript([*note, ModelResponse(parts=[TextPart("done")])])[0].parts[0].content
+    'done'
+    """
+    out = []
+    for m in messages:
+        meta = getattr(m, "metadata", None)
+        if not (isinstance(meta, dict) and NOTE_KEY in meta):
+            out.append(m)
+    return out
+
+
+def _instructions(request_context: Any) -> str:
+    params = request_context.model_request_parameters
+    parts = getattr(params, "instruction_parts", None)
+    if parts:
+        return "\n\n".join(p.content for p in parts)
+    last = request_context.messages[-1] if request_context.messages else None
+    return str(getattr(last, "instructions", None) or "")
+
+
+def _tool_schemas(request_context: Any) -> str:
+    params = request_context.model_request_parameters
+    tools = [*params.function_tools, *params.output_tools]
+    if not tools:
+        return ""
+    return dumps(
+        [
+            {"name": t.name, "description": t.description, "parameters": t.parameters_json_schema}
+            for t in tools
+        ]
+    )
+
+
+def _clamp_instructions(request_context: Any, text: str) -> Any:
+    """`request_context` sending `text` as its only instruction part."""
+    import dataclasses
+
+    messages = _messages_module()
+    params = request_context.model_request_parameters
+    first = params.instruction_parts[0] if params.instruction_parts else None
+    part = dataclasses.replace(first, content=text) if first else messages.InstructionPart(text)
+    request_context.model_request_parameters = dataclasses.replace(params, instruction_parts=[part])
+    return request_context
+
+
+class _Conversation:
+    """One run's (or one history's) view: the mirror, the instructions and tool schemas
+    counted in front of it, the view read from and written to the history."""
+
+    def __init__(self, compactor: Any, mode: Mode, oversize: Oversize, events: list[Any]) -> None:
+        if mode not in ("view", "permanent"):
+            raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        self.compactor = as_compactor(compactor)
+        oversize = oversize_option(oversize)
+        self.mode, self.oversize = mode, oversize
+        self.events = events
+        self.mirror = self._new()
+        self._fitted: dict[str, str] = {}
+
+    def _new(self) -> Mirror:
+        return Mirror(
+            self.compactor, message_from_pydantic_ai, to_pydantic_ai, events=self.events,
+            carry=self.mode == "view", lenient=self.oversize == "clamp",
+        )  # fmt: skip
+
+    def _overhead(self, request_context: Any) -> Overhead | None:
+        instructions, tools = _instructions(request_context), _tool_schemas(request_context)
+        reserved = count_text(self.compactor, tools)
+        key = f"{reserved}:{instructions}"
+        if key not in self._fitted:
+            self._fitted[key] = fit_overhead(
+                instructions, self.compactor, oversize=self.oversize, what="instructions",
+                reserved=reserved,
+            )  # fmt: skip
+        fitted = self._fitted[key]
+        if fitted != instructions:
+            _clamp_instructions(request_context, fitted)
+        text = "\n\n".join(t for t in (fitted, tools) if t)
+        return Overhead(text) if text else None
+
+    async def process(self, ctx: Any, request_context: Any) -> Any:
+        messages = list(request_context.messages)
+        overhead = self._overhead(request_context)
+        source = [overhead, *messages] if overhead is not None else messages
+        record = stored_view(messages) if self.mode == "view" else None
+        mirror = self.mirror
+        if record is not None and mirror.rev != record.get("rev"):
+            mirror = self.mirror = self._new()  # a history from an earlier run (or process)
+            mirror.sync(source)
+            mirror.restore(record)
+        rev = mirror.rev
+        out = strip_overhead(await mirror.aprocess(source))
+        request_context.messages = out
+        if self.mode == "permanent":
+            ctx.messages[:] = out
+            mirror.sync([overhead, *out] if overhead is not None else out)
+        elif mirror.rev != rev and mirror.rev is not None:
+            record = mirror.record()
+            if record is not None:
+                _store_view(ctx.messages, record)
+        return request_context
+
+
+def history_processor(
+    compactor: Any, *, oversize: Oversize = "clamp"
+) -> Callable[[list[Any]], Any]:
+    """An async history processor ``(messages) -> messages`` driven by a `Compactor`,
+    for Pydantic AI's ``ProcessHistory`` (which writes what it returns back into the
+    run, as ``mode="permanent"`` does). One view per conversation (its
+    ``conversation_id``); instructions are not counted (use `KompaktCapability`).
 
     ```python
     from pydantic_ai.capabilities import ProcessHistory
     agent = Agent(model, capabilities=[ProcessHistory(history_processor(compactor))])
     ```
     """
-    mirror = _mirror(compactor)
+    make = lambda events: Mirror(  # noqa: E731
+        compactor, message_from_pydantic_ai, to_pydantic_ai, events=events,
+        lenient=oversize == "clamp",
+    )  # fmt: skip
+    conversations = Conversations(make)
 
     async def kompakt_history(messages: list[Any]) -> list[Any]:
-        return await mirror.aprocess(messages)
+        key = next((m.conversation_id for m in messages if m.conversation_id), "")
+        return await conversations.get(key).aprocess(messages)
 
-    kompakt_history.mirror = mirror  # type: ignore[attr-defined]
+    kompakt_history.conversations = conversations  # type: ignore[attr-defined]
+    kompakt_history.events = conversations.events  # type: ignore[attr-defined]
     return kompakt_history
 
 
 _CLASS: list[Any] = []
 
 
-def KompaktCapability(compactor: Any, *, mode: Mode = "view") -> Any:
+def KompaktCapability(compactor: Any, *, mode: Mode = "view", oversize: Oversize = "clamp") -> Any:
     """A Pydantic AI capability that compacts before every model request.
 
-    ``mode="view"`` changes only what the request sends (the run's history keeps every
-    message); ``mode="permanent"`` also replaces the run's history with the compacted one.
-    The capability's `events` lists every compaction.
+    Args:
+        compactor: a `Compactor`, or a bare strategy (``Budgeted(60_000)``).
+        mode: ``"view"`` (default) changes only what each request sends; the run's
+            history keeps every message, and the view (its notes) is stored in the
+            ``metadata`` of the newest request, so a later run given that history
+            (``message_history=``, JSON round trips included) goes on from it.
+            ``"permanent"`` replaces the run's history with the compacted one; kompakt's
+            notes are marked in their ``metadata`` (`transcript` leaves them out).
+        oversize: when the instructions and tool schemas take more than half the budget,
+            ``"clamp"`` (default) sends the instructions clamped and warns, ``"raise"``
+            raises `BudgetImpossible` before the model is called.
+
+    Instructions, system prompts, tool schemas and the new user prompt all count toward
+    the budget. Each run has its own view (concurrent runs never interfere); the
+    capability's `events` lists every compaction of every run.
 
     ```python
     agent = Agent(model, capabilities=[KompaktCapability(compactor)])
@@ -299,7 +505,7 @@ def KompaktCapability(compactor: Any, *, mode: Mode = "view") -> Any:
     """
     if mode not in ("view", "permanent"):
         raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-    return _capability_class()(compactor, mode)
+    return _capability_class()(compactor, mode, oversize)
 
 
 def _capability_class() -> Any:
@@ -310,31 +516,65 @@ def _capability_class() -> Any:
     class _KompaktCapability(caps.AbstractCapability):  # type: ignore[misc, name-defined]
         """Compacts the messages of every model request with a kompakt `Compactor`."""
 
-        def __init__(self, compactor: Any, mode: Mode, events: list[Any] | None = None) -> None:
+        def __init__(
+            self,
+            compactor: Any,
+            mode: Mode,
+            oversize: Oversize = "clamp",
+            events: list[Any] | None = None,
+        ) -> None:
             self.compactor = compactor
             self.mode = mode
-            self.mirror = _mirror(compactor, events)
+            self.oversize = oversize
+            self.events: list[Any] = events if events is not None else []
+            """Every compaction of every run, oldest first."""
+            self.conversation = _Conversation(compactor, mode, oversize, self.events)
 
         @property
-        def events(self) -> list[Any]:
-            """Every compaction of every run, oldest first."""
-            return self.mirror.events
+        def mirror(self) -> Mirror:
+            """The index and view of this run."""
+            return self.conversation.mirror
 
         @classmethod
         def get_serialization_name(cls) -> str | None:
             return None
 
         async def for_run(self, ctx: Any) -> Any:
-            # concurrent runs of one agent each get their own index
-            return type(self)(self.compactor, self.mode, self.mirror.events)
+            # each run its own view, read back from the history it was given
+            return type(self)(self.compactor, self.mode, self.oversize, self.events)
 
         async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
-            out = await self.mirror.aprocess(list(request_context.messages))
-            request_context.messages = list(out)
-            if self.mode == "permanent":
-                ctx.messages[:] = out
-                self.mirror.sync(out)  # the history becomes `out`: index it once
-            return request_context
+            return await self.conversation.process(ctx, request_context)
 
     _CLASS.append(_KompaktCapability)
     return _KompaktCapability
+
+
+# -- the agent's own model as kompakt's summarizer -----------------------------------------
+
+
+class PydanticAIModel(BaseChatModel):
+    """A Pydantic AI model (an instance or a name such as ``"openai:gpt-4.1-mini"``) as a
+    kompakt `ChatModel`, so summaries use the agent's own model:
+    ``Compactor(strategy=Summarize(), summarizer=PydanticAIModel(agent.model))``.
+
+    >>> from pydantic_ai.models.test import TestModel
+    >>> PydanticAIModel(TestModel(custom_output_text="a summary")).chat_sync(
+    ...     [Message.user("summarize")]).text
+    'a summary'
+    """
+
+    def __init__(self, model: Any, **options: Any) -> None:
+        label = model if isinstance(model, str) else getattr(model, "model_name", "pydantic-ai")
+        super().__init__(name=options.pop("name", str(label)), **options)
+        self.model = model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        direct = require("pydantic_ai.direct", "PydanticAIModel", "pydantic-ai")
+        response = await direct.model_request(self.model, to_pydantic_ai(request.messages))
+        text = "".join(p.content for p in response.parts if getattr(p, "part_kind", "") == "text")
+        usage = response.usage
+        spent = Usage(usage.input_tokens, usage.output_tokens)
+        if not usage.input_tokens:
+            spent = estimate_usage(request.messages, text)
+        return assistant_response(text, spent)

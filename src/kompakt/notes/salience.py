@@ -61,6 +61,7 @@ _INSTRUCTION_EN = re.compile(
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
+    r"|keep in mind|bear in mind|note that i\b"
     r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it|your (?:answers?|replies|responses))"
     r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
     r"|need you to)"
@@ -78,6 +79,12 @@ _INSTRUCTION_ZH = re.compile(
     r"必须|记得|记住|我(?:更)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
 )
 _QUESTION = re.compile(r"\?\s*$|？\s*$")
+_STANDING_QUESTION = re.compile(
+    r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
+    r"|remember|make sure|avoid|try to)\b.*|\b(?:from now on|going forward|in (?:the )?future"
+    r"|any ?more|every time|whenever)\b|以后|从现在起|每次",
+    re.IGNORECASE,
+)
 
 
 # -- constraints, values, changes, entities --------------------------------------------
@@ -161,6 +168,7 @@ _STOP = _wordset(
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
     """for general rule default always never now here forward future whenever every each any
+    mind bear note start try
     don't dont do not please pls
     remember sure stop more avoid keep make prefer rather want need like hate dislike stand
     eat allergic vegetarian vegan preference rule call refer address answer reply respond
@@ -264,8 +272,10 @@ def content_words(text: str) -> list[str]:
 
 
 def _instruction(t: _Text) -> bool:
-    if len(t.text) < 8 or _QUESTION.search(t.text):
+    if len(t.text) < 8:
         return False
+    if _QUESTION.search(t.text):  # "could you stop using emojis from now on?" asks for good
+        return bool(t.words & _INSTRUCTION_GATE) and bool(_STANDING_QUESTION.search(t.text))
     if t.cjk and _INSTRUCTION_ZH.search(t.text):
         return True
     return bool(t.words & _INSTRUCTION_GATE) and bool(_INSTRUCTION_EN.search(t.text))
@@ -345,7 +355,7 @@ def is_instruction(text: str) -> bool:
     True
     >>> is_instruction("以后请用中文回答我。")
     True
-    >>> is_instruction("Can you always do that?"), is_instruction("Fix the login bug.")
+    >>> is_instruction("Can you do that for me?"), is_instruction("Fix the login bug.")
     (False, False)
     """
     return _instruction(_read(text))

@@ -452,11 +452,10 @@ class SummarizingStrategy(BaseStrategy):
             (list(span.messages), previous_of(span)) if source is None else (list(source), "")
         )
         digest_input = (messages, previous, later_than(view, span))
-        if fit.crowding:
-            note_fallback(
-                context,
-                f"room for a {fit.limit}-token summary only once {fit.crowding} newest "
-                "original group(s) give way to it",
+        if fit.crowding:  # the budget's last resort makes the room: normal, not a fallback
+            context.note(
+                detail=f"room for a {fit.limit}-token summary only once {fit.crowding} newest "
+                "original group(s) give way to it"
             )
         limit, placed = fit.limit, False
         for _ in range(3):  # the room is exact but for the tokenizer's joins: re-check
