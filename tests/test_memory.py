@@ -8,6 +8,7 @@ from the benchmark's material on purpose.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -241,3 +242,52 @@ def test_the_ledger_is_never_dropped_while_the_budget_can_hold_it(seed: int, sha
     text = sent_text(out)
     assert tokens(out) <= budget and not find_problems(out) and out[-1] is msgs[-1]
     assert all(r in text for r in rules)
+
+
+class _Echo:
+    """A summarizer of the user's own: not a chat model, just the protocol."""
+
+    name = "echo"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.calls = fail, 0
+
+    async def summarize(self, span: Any, *, previous: str = "", limit: int, tokenizer: Any) -> str:
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("echo is down")
+        return f"## Goal\n- {len(span)} messages, within {limit} tokens"
+
+
+def test_any_summarizer_with_the_protocol_writes_the_note() -> None:
+    msgs, rules, _ = chat(9)
+    echo = _Echo()
+    assert isinstance(echo, kompakt.Summarizer)
+    view, _ = Compactor(strategy=Summarize(summarizer=echo, keep_last=2)).compact(
+        MessageIndex(msgs)
+    )
+    note = next(m for m in view.render() if m.synthetic == "summary").text
+    assert echo.calls == 1 and "messages, within" in note
+    assert all(r in note for r in rules)  # the ledger, outside the summarizer's text
+
+
+def test_a_failing_summarizer_falls_back_to_the_digest_and_says_so() -> None:
+    msgs, _, facts = chat(10)
+    view, event = Compactor(strategy=Summarize(summarizer=_Echo(fail=True))).compact(
+        MessageIndex(msgs)
+    )
+    note = next(m for m in view.render() if m.synthetic == "summary").text
+    assert any(f in note for f in facts)
+    assert any("echo is down" in (s.fallback or "") for s in event.steps)
+
+
+def test_a_model_note_read_back_by_the_digest_keeps_its_sections_apart() -> None:
+    """A model's sections are not the ledger's: only the ledger's lines stay instructions."""
+    previous = (
+        f"## {SECTIONS['instructions']}\n- Be brief.\n## Current facts\n- The flight is on 9 May."
+    )
+    from kompakt.notes import digest, split_ledger
+
+    note = digest([Message.user(previous, synthetic="summary"), Message.user("hello")], 200)
+    assert split_ledger(note)[0] == ["Be brief."]
+    assert "The flight is on 9 May." in note

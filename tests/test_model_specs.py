@@ -9,10 +9,19 @@ from kompakt.models.registry import as_model
 
 
 def test_spec_strings_become_models() -> None:
+    s = kompakt.Summarize(summarizer="openai:gpt-4.1-mini@http://localhost:9/v1")
+    assert s.summarizer is not None and s.summarizer.name.startswith("openai:gpt-4.1-mini")
+    f = kompakt.FactRetrieval(model="openai:gpt-4.1-mini@http://localhost:9/v1")
+    assert f.summarizer is not None and f.summarizer.name.startswith("openai:gpt-4.1-mini")
+
+
+def test_the_extractive_spec_is_the_digest_itself() -> None:
+    """No request is built for the model-free summarizer: the strategy runs the digest."""
     s = kompakt.Summarize(summarizer="extractive")
-    assert s.summarizer is not None and s.summarizer.name == "extractive"
-    f = kompakt.FactRetrieval(model="extractive")
-    assert f.summarizer is not None and f.summarizer.name == "extractive"
+    assert isinstance(s.summarizer, kompakt.DigestSummarizer)
+    assert isinstance(
+        kompakt.FactRetrieval(model="extractive").summarizer, kompakt.DigestSummarizer
+    )
 
 
 def test_bad_spec_fails_at_construction() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Sequence
 from typing import Literal
@@ -17,7 +18,6 @@ import kompakt
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ExtractiveModel, ScriptedModel
-from kompakt.models.extractive import LIMIT_KEY
 from kompakt.strategies import (
     Budgeted,
     Chunked,
@@ -338,7 +338,9 @@ async def test_extractive_digest_strategy_rolls_its_own_note() -> None:
 
 def _answer_over_the_limit(request: Sequence[Message]) -> str:
     """About 1.3 times the asked-for size, in whole lines: long, but not rejected."""
-    limit = int(request[1].metadata[LIMIT_KEY])
+    asked = re.search(r"Write at most about (\d+) tokens", request[1].text)
+    assert asked is not None
+    limit = int(asked.group(1))
     tok = MessageIndex([]).tokenizer
     lines = ["## Decisions"]
     while tok.count_text("\n".join(lines)) < limit * 1.3:

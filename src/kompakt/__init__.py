@@ -89,6 +89,8 @@ _EXPORTS: dict[str, str] = {
     "FactRetrieval": "kompakt.strategies",
     "Concept": "kompakt.strategies",
     "FactType": "kompakt.strategies",
+    "Summarizer": "kompakt.summarizers",
+    "DigestSummarizer": "kompakt.summarizers",
     "ASSISTANT_CONCEPTS": "kompakt.strategies",
     "CODING_AGENT_CONCEPTS": "kompakt.strategies",
     # compactor
@@ -154,6 +156,7 @@ __all__ = [
     "ConfigError",
     "ContextFraction",
     "Conversation",
+    "DigestSummarizer",
     "ExtractiveDigest",
     "ExtractiveModel",
     "FactRetrieval",
@@ -196,6 +199,7 @@ __all__ = [
     "StoreError",
     "Strategy",
     "Summarize",
+    "Summarizer",
     "SupersedeReads",
     "TiktokenTokenizer",
     "Tokenizer",
@@ -335,6 +339,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         Truncation,
         WholeHistory,
     )
+    from kompakt.summarizers import DigestSummarizer, Summarizer
     from kompakt.tokens import (
         CharEstimator,
         HFTokenizer,

@@ -21,7 +21,7 @@ at all, `explain_shortfall` says so in one line naming the option.
 >>> [m.synthetic for m in view.render()], view.total_tokens <= 600, step.groups_replaced
 (['summary', None, None], True, 4)
 >>> print(explain_shortfall(view, keep=2, option="keep_last", target=TokensBelow(300)))
-target TokensBelow(limit=300) not reached (426 tokens after compaction): keep_last=2 keeps \
+target TokensBelow(limit=300) not reached (418 tokens after compaction): keep_last=2 keeps \
 the newest 2 groups verbatim (320 tokens); lower keep_last
 """
 

@@ -555,6 +555,8 @@ def _rank_units(ex: _Extraction) -> None:
             text = surviving_clauses(text, kept[stale[k]][0].text)
             if ex.request is not None and ex.request[0] == u.position:
                 ex.request[1].text = ex.request[1].text.replace(u.text, text or "[…]")
+                if not ex.request[1].text.strip(" \n[…]"):  # nothing of it is current
+                    ex.c.items.pop(("requests", ex.request[1].key), None)
         if text:  # boilerplate said again is not more salient for it: no repeat bonus
             ex.c.add("facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False)
 
@@ -724,12 +726,18 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
     section = ""
     current: _Item | None = None
     parsed = False
+    other: list[str] = []  # sections the digest does not write (a model's)
     lines = text.splitlines()
     for k, line in enumerate(lines):
         order = -1.0 + 0.5 * k / len(lines)  # before anything new; later lines are newer
         heading = line[3:].strip() if line.startswith("## ") else ""
         if heading and heading in _TITLE_TO_KEY:
             section, current, parsed = _TITLE_TO_KEY[heading], None, True
+        elif heading:  # a section of a model's note: kept as it was written, ranked as one
+            section, current, parsed = "other", None, True
+            other.append(line)
+        elif section == "other":
+            other.append(line)
         elif section == "instructions" and line.startswith("- "):
             ex.ledger.add(line[2:], order=order)
         elif section == "facts" and line.startswith("- "):
@@ -755,6 +763,8 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
                 current = c.add(section, body, _BASE_SCORE[section] + 1.5, order)
         elif section and line.startswith("  ") and current is not None:
             current.text += "\n" + line.strip()
+    if other:
+        c.add("earlier", clamp_tokens("\n".join(other), max(16, max_tokens // 3), tok), 9, -1.0)
     if not parsed and text.strip():
         body = re.sub(r"^\[[^\]]*\]\s*", "", text.strip())  # the summary's own header
         c.add("earlier", clamp_tokens(body, max(16, max_tokens // 3), tok), 9, -1.0)

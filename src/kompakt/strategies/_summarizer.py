@@ -24,11 +24,12 @@ from kompakt.models.base import (
     positive_timeout,
     run_sync,
 )
-from kompakt.models.extractive import LIMIT_KEY, PREVIOUS_KEY, SPAN_KEY
+from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.registry import as_model, default_summarizer
 from kompakt.notes import build_note, is_note, split_ledger, standing_instructions, with_ledger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.truncation import holds_summary
+from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import TokensBelow, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
@@ -104,7 +105,7 @@ class SummarizingStrategy(BaseStrategy):
         self,
         *,
         keep_last: int = 4,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         max_summary_tokens: int = 800,
@@ -120,7 +121,9 @@ class SummarizingStrategy(BaseStrategy):
         positive_timeout(timeout)
         self.keep_last = keep_last
         self.min_preserved = max(keep_last, 0)
-        self.summarizer = as_model(summarizer)
+        self.summarizer = as_summarizer(summarizer)
+        # read once, here: a strategy does not change summarizer between compactions
+        self.env_summarizer = default_summarizer() if summarizer is None else None
         self.prompt = prompt
         self.template = template
         self.max_summary_tokens = max_summary_tokens
@@ -133,7 +136,7 @@ class SummarizingStrategy(BaseStrategy):
     def apply(self, view: View, context: CompactionContext) -> bool:
         """Runs `apply_async` (in a worker thread inside a running loop); with no model
         at all it runs inline, since the digest never awaits."""
-        if self.inline_without_model and self.model_for(context) is None:
+        if self.inline_without_model and self.uses_digest(context):
             return run_now(self.apply_async(view, context))
         return run_sync(self.apply_async(view, context))
 
@@ -177,14 +180,25 @@ class SummarizingStrategy(BaseStrategy):
 
     # -- producing the text ------------------------------------------------------------
 
-    def model_for(self, context: CompactionContext) -> ChatModel | None:
+    def summarizer_for(self, context: CompactionContext) -> ChatModel | Summarizer | None:
         """The strategy's summarizer, else the compaction's, else ``KOMPAKT_SUMMARIZER``'s
-        (`default_summarizer`); None means the extractive digest."""
+        (read when the strategy was made); None means the extractive digest."""
         if self.summarizer is not None:
             return self.summarizer
         if context.summarizer is not None:
-            return context.summarizer
-        return default_summarizer()
+            return as_summarizer(context.summarizer)
+        return self.env_summarizer
+
+    def uses_digest(self, context: CompactionContext) -> bool:
+        """Whether the note is the extractive digest (no model, no summarizer to await)."""
+        chosen = self.summarizer_for(context)
+        return chosen is None or isinstance(chosen, DigestSummarizer)
+
+    def model_for(self, context: CompactionContext) -> ChatModel | None:
+        """The chat model to ask, or None when the summary is written without one (the
+        digest, or a `Summarizer` that is not a chat model)."""
+        chosen = self.summarizer_for(context)
+        return chosen if isinstance(chosen, ChatModel) else None
 
     def room(self, view: View, context: CompactionContext, span_tokens: int) -> int:
         """Tokens the summary may take: its limit, half the span, what the budget (or the
@@ -233,8 +247,8 @@ class SummarizingStrategy(BaseStrategy):
         return view.index.tokenizer.count_message(empty) + 2  # the newline after the header
 
     def model_name(self, context: CompactionContext) -> str:
-        model = self.model_for(context)
-        return model.name if model is not None else "digest"
+        chosen = self.summarizer_for(context)
+        return chosen.name if chosen is not None else "digest"
 
     async def produce(
         self,
@@ -247,13 +261,17 @@ class SummarizingStrategy(BaseStrategy):
     ) -> str:
         """The summary text of `messages` (given `previous`), falling back on failure."""
         tok = context.view.index.tokenizer
-        model = self.model_for(context)
-        if model is None:
+        chosen = self.summarizer_for(context)
+        if chosen is None or isinstance(chosen, DigestSummarizer):
             return _digest_of(messages, previous, limit, tok, context=context)
-        # the standing instructions never go through the model: it could paraphrase them
+        # the standing instructions never go through a model: it could paraphrase them
         rules = standing_instructions(messages, previous=previous)
         kept = with_ledger(rules, "")
         room = max(16, limit - tok.count_text(kept) - 1) if rules else limit
+        if not isinstance(chosen, ChatModel):
+            text = await self._summarize_with(chosen, context, messages, previous, room)
+            return with_ledger(rules, text)
+        model = chosen
         try:
             text = await self._ask_all(
                 model, context, messages, split_ledger(previous)[1], room, merge
@@ -268,6 +286,29 @@ class SummarizingStrategy(BaseStrategy):
         except Exception as exc:  # pragma: no cover - the digest is plain Python
             note_fallback(context, f"{model.name}: {reason}; digest failed ({exc}); truncated")
             return ""
+
+    async def _summarize_with(
+        self,
+        summarizer: Summarizer,
+        context: CompactionContext,
+        messages: Sequence[Message],
+        previous: str,
+        limit: int,
+    ) -> str:
+        """A `Summarizer` of the user's: its text, or the digest when it fails."""
+        tok = context.view.index.tokenizer
+        try:
+            async with asyncio.timeout(self.timeout):
+                text = await summarizer.summarize(
+                    messages, previous=split_ledger(previous)[1], limit=limit, tokenizer=tok
+                )
+            if text.strip():
+                return text.strip()
+            reason = "empty note"
+        except Exception as exc:  # any failure falls back, never breaks
+            reason = describe_error(exc)
+        note_fallback(context, f"{summarizer.name}: {reason}; used the extractive digest")
+        return _digest_of(messages, previous, limit, tok, context=context)
 
     async def _ask_all(
         self,
@@ -378,11 +419,7 @@ class SummarizingStrategy(BaseStrategy):
         if self.template and not self.prompt:
             parts.append(self.template)
         parts.append(f"Write at most about {limit} tokens. Answer with the summary only.")
-        user = Message.user(
-            "\n\n".join(parts),
-            metadata={SPAN_KEY: tuple(messages), PREVIOUS_KEY: previous, LIMIT_KEY: limit},
-        )
-        return [Message.system(SYSTEM_PROMPT), user]
+        return [Message.system(SYSTEM_PROMPT), Message.user("\n\n".join(parts))]
 
     # -- placing -----------------------------------------------------------------------
 
@@ -589,6 +626,15 @@ def rendered_tokens(view: View, g: int) -> int:
     if r is None:
         return view.index.groups[g].tokens
     return sum(view.index.tokenizer.count_message(m) for m in r)
+
+
+def as_summarizer(summarizer: ChatModel | Summarizer | str | None) -> ChatModel | Summarizer | None:
+    """A summarizer object from a model, a `Summarizer` or a spec string; the model-free
+    `ExtractiveModel` is the digest itself (no request is built for it)."""
+    if not isinstance(summarizer, (str, ChatModel)) and isinstance(summarizer, Summarizer):
+        return summarizer
+    model = as_model(summarizer)  # raises a ConfigError for anything else
+    return DigestSummarizer() if isinstance(model, ExtractiveModel) else model
 
 
 def later_than(view: View, span: Span) -> list[Message]:

@@ -85,5 +85,5 @@ class ExtractiveDigest(SummarizingStrategy):
             kept += 1
         return max(self.keep_last, kept)
 
-    def model_for(self, context: CompactionContext) -> None:
+    def summarizer_for(self, context: CompactionContext) -> None:
         return None  # the digest never asks a model, whatever the compaction's summarizer

@@ -43,7 +43,6 @@ from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.base import ChatModel, describe_error, run_sync
-from kompakt.models.extractive import CONCEPT_KEY, LIMIT_KEY, SPAN_KEY, ExtractiveModel
 from kompakt.models.registry import as_model
 from kompakt.strategies._summarizer import (
     Rejected,
@@ -56,8 +55,12 @@ from kompakt.strategies._summarizer import (
     strip_header,
 )
 from kompakt.strategies.base import CompactionContext
+from kompakt.summarizers import DigestSummarizer, Summarizer
+from kompakt.tokens import Tokenizer
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
+
+_DIGEST = DigestSummarizer()
 
 __all__ = ["ASSISTANT_CONCEPTS", "CODING_AGENT_CONCEPTS", "Concept", "FactRetrieval", "FactType"]
 
@@ -237,7 +240,7 @@ class FactRetrieval(SummarizingStrategy):
         self._cache: weakref.WeakKeyDictionary[MessageIndex, _State] = weakref.WeakKeyDictionary()
 
     @property
-    def model(self) -> ChatModel | None:
+    def model(self) -> ChatModel | Summarizer | None:
         return self.summarizer
 
     def __repr__(self) -> str:
@@ -284,10 +287,12 @@ class FactRetrieval(SummarizingStrategy):
         if not new:
             return False
         model = self.model_for(context)
-        asker: ChatModel = model if model is not None else ExtractiveModel()
-        chunks = self.bounded_chunks(new, view.index.tokenizer, 0)
+        tok = view.index.tokenizer
+        chunks = self.bounded_chunks(new, tok, 0)
         jobs = [
-            self._ask(asker, context, c, chunk, state, model is not None)
+            self._ask(model, context, c, chunk, state)
+            if model is not None
+            else self._answer_without_model(c, chunk, tok)
             for chunk in chunks
             for c in self.concepts
         ]
@@ -307,7 +312,8 @@ class FactRetrieval(SummarizingStrategy):
                 self._merge(state, concept, answer)
         extra = ""
         if failed:
-            extra = self._digest_fallback(view, context, new, failed, asker.name)
+            name = model.name if model is not None else "digest"
+            extra = self._digest_fallback(view, context, new, failed, name)
         old = [g for g, _ in self._facts_groups(view)]
         groups = sorted({*old, *span.all_groups, *self._covered(view, old)})
         limit = self.max_summary_tokens
@@ -332,6 +338,14 @@ class FactRetrieval(SummarizingStrategy):
                         out.append(idx.group_of(pos).index)
         return out
 
+    async def _answer_without_model(
+        self, concept: Concept, chunk: Sequence[Message], tokenizer: Tokenizer
+    ) -> list[str]:
+        """The concept answered by the digest's best matching lines: no request at all."""
+        question = f"{concept.keyword} {concept.description}"
+        facts = _DIGEST.facts(chunk, question, tokenizer=tokenizer, max_facts=self.max_facts)
+        return facts[:1] if concept.fact_type is FactType.SINGLE else facts
+
     async def _ask(
         self,
         model: ChatModel,
@@ -339,12 +353,11 @@ class FactRetrieval(SummarizingStrategy):
         concept: Concept,
         chunk: Sequence[Message],
         state: _State,
-        count: bool,
     ) -> list[str] | None:
         """One focused question (and at most one repair); None when both failed."""
         request = self.build_question(concept, chunk, state.facts.get(concept.keyword, []))
         try:
-            text = await self._call(model, context, request, count)
+            text = await self._call(model, context, request)
             try:
                 return self.parse(text, concept)
             except Rejected as bad:
@@ -356,19 +369,18 @@ class FactRetrieval(SummarizingStrategy):
                         'object of the form {"facts": ["..."]}.'
                     ),
                 ]
-                return self.parse(await self._call(model, context, repair, count), concept)
+                return self.parse(await self._call(model, context, repair), concept)
         except Exception as exc:  # a failed concept keeps its facts; the span is digested
             note_fallback(context, f"{concept.keyword}: {describe_error(exc)}")
             return None
 
     async def _call(
-        self, model: ChatModel, context: CompactionContext, request: list[Message], count: bool
+        self, model: ChatModel, context: CompactionContext, request: list[Message]
     ) -> str:
         response = await self.call(
             model,
             context,
             request,
-            count=count,
             response_format=ANSWER_SCHEMA,
             max_tokens=self.max_answer_tokens,
         )
@@ -389,15 +401,7 @@ class FactRetrieval(SummarizingStrategy):
         )
         parts.append(f"Question ({concept.keyword}): {concept.description}\n{how}")
         parts.append('Answer with only a JSON object: {"facts": ["..."]}.')
-        user = Message.user(
-            "\n\n".join(parts),
-            metadata={
-                SPAN_KEY: tuple(chunk),
-                LIMIT_KEY: 400,
-                CONCEPT_KEY: f"{concept.keyword} {concept.description}",
-            },
-        )
-        return [Message.system(FACTS_SYSTEM_PROMPT), user]
+        return [Message.system(FACTS_SYSTEM_PROMPT), Message.user("\n\n".join(parts))]
 
     def parse(self, text: str, concept: Concept) -> list[str]:
         """The facts of an answer; raises `Rejected` when it is not the JSON asked for."""

@@ -73,7 +73,7 @@ class _ModelStrategy(SummarizingStrategy):
             previous, inputs = self.previous_text(span), span.messages
         else:  # Koog's behaviour: re-read every original the summary stands for
             previous, inputs = "", self.originals(view, span)
-        if fit is None or self.model_for(context) is None:  # dropped, or the digest's own size
+        if fit is None or self.uses_digest(context):  # dropped, or the digest's own size
             return self.finish(view, context, span, None, source=None if self.rolling else inputs)
         tok = view.index.tokenizer
         if previous and tok.count_text(previous) > fit.limit // 2:
@@ -88,11 +88,14 @@ class Summarize(_ModelStrategy):
     Args:
         keep_last: newest groups left verbatim (system, pinned, memory, the last user
             message and a pending tool call always stay too).
-        summarizer: the model that writes summaries (a cheap one is fine); default the
-            compaction's summarizer, else the extractive digest.
+        summarizer: what writes summaries: a chat model (a cheap one is fine), a model
+            spec, or any `kompakt.Summarizer`; default the compaction's summarizer, else
+            the extractive digest. The user's standing instructions are kept word for
+            word before the model's text, never rewritten by it.
         prompt: your own instruction, replacing the default one and the template.
         template: the sections the summary should have (`DEFAULT_TEMPLATE`: goal,
-            decisions, artifacts, state, next steps, open questions); None for prose.
+            preferences, current facts with updates applied, decisions, artifacts, state,
+            open tasks and next steps, open questions); None for prose.
         mode: ``"accumulate"`` keeps the previous summary as it is and appends what
             the new span adds (the model sees the previous one as context);
             ``"replace"`` asks for one merged summary. Either way the model never sees
