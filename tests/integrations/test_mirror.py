@@ -157,3 +157,22 @@ def test_overhead_counts_but_is_not_sent() -> None:
     assert mirror.view.total_tokens > 200  # the schemas were counted
     again = strip_overhead(mirror.process([Overhead("tool schemas " * 200), *msgs]))
     assert again == msgs and mirror.last_render_reused  # an equal overhead is not a new history
+
+
+def test_find_recognises_only_the_conversations_it_made() -> None:
+    """A conversation the framework names (`get`) is never handed to one it does not name
+    (`find`), even when their messages agree, and `find` still tells its own apart."""
+    from kompakt.integrations._bridge import Conversations
+
+    pool = Conversations(lambda events: _mirror(800, events=events))
+    msgs = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+    named = pool.get("thread-1")
+    named.process(msgs[:2])
+    found, new = pool.find(msgs)
+    assert new and found is not named
+    found.process(msgs[:2])
+    again, new = pool.find(msgs)
+    assert again is found and not new
+    other, new = pool.find([Message.user("z")])
+    assert new and other is not found
+    assert len(pool) == 3 and pool.get("thread-1") is named
