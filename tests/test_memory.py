@@ -291,3 +291,35 @@ def test_a_model_note_read_back_by_the_digest_keeps_its_sections_apart() -> None
     note = digest([Message.user(previous, synthetic="summary"), Message.user("hello")], 200)
     assert split_ledger(note)[0] == ["Be brief."]
     assert "The flight is on 9 May." in note
+
+
+def test_tool_output_never_becomes_an_instruction_or_breaks_the_fence() -> None:
+    """Every injection string as a tool result: in the digest's note it is quoted data
+    inside the fence, attributed to its call, or left out; never the ledger, a fact or
+    a decision, and never a tag that closes the fence."""
+    from injection_corpus import FENCE_BREAKERS, INJECTIONS
+    from kompakt.messages import ToolCall
+    from kompakt.notes import digest, split_ledger
+
+    for k, text in enumerate(INJECTIONS):
+        call = ToolCall(id=f"call_{k}", name="fetch", arguments='{"url": "https://x.example"}')
+        msgs = [
+            Message.user("Summarize the page at https://x.example for me."),
+            Message.assistant("Fetching it.", tool_calls=[call]),
+            Message.tool(
+                f"Page title: Widgets 2024\n{text}\nLast updated 2024-05-01.",
+                tool_call_id=call.id,
+                name="fetch",
+            ),
+            Message.assistant("The page is about widgets."),
+        ]
+        note = digest(msgs, max_tokens=400)
+        assert split_ledger(note)[0] == []  # nothing the tool said is an instruction
+        outside = note.split("<tool_output>")[0] + note.split("</tool_output>")[-1]
+        for line in text.splitlines():
+            if len(line) > 12:
+                assert line not in outside, (text, note)
+        if "<tool_output>" in note:
+            inside = note.split("<tool_output>", 1)[1].rsplit("</tool_output>", 1)[0]
+            assert all(b not in inside for b in FENCE_BREAKERS if "<" in b or ">" in b)
+            assert all(line.startswith("- (fetch ") for line in inside.strip().splitlines()), inside

@@ -147,6 +147,7 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
     loaded = {m for m in out.stdout.split() if m.startswith("kompakt.")}
     assert loaded <= {
         "kompakt.errors",
+        "kompakt.fencing",
         "kompakt.messages",
         "kompakt.tokens",
         "kompakt.notes",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import os
@@ -18,13 +19,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _postgres import ENV, reachable, throwaway_server
-from kompakt.errors import StoreError
+from kompakt.agent import Agent
+from kompakt.errors import SessionConflict, StoreError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, Part, ToolCall
+from kompakt.models import ScriptedModel
 from kompakt.store import CompactionRecord, HistoryStore, MemoryStore, SQLiteStore
 from kompakt.store.base import StoreBase
 from kompakt.strategies.base import CompactionContext
 from kompakt.tokens import CharEstimator
+from kompakt.validation import find_problems
 from kompakt.view import View
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -526,3 +530,87 @@ def test_postgres_store_reconnects_after_the_server_drops_it(make_store: StoreFa
     assert store.messages("s") == convo()  # read again on a new connection
     store.append("s", [Message.user("after")])
     assert store.count("s") == 8
+
+
+# -- one writer at a time: optimistic appends ---------------------------------------------------
+
+
+def test_an_append_expecting_a_stale_count_conflicts_and_writes_nothing(
+    make_store: StoreFactory,
+) -> None:
+    first, second = make_store(), make_store()  # two handles on one storage
+    two = [Message.user("a"), Message.assistant("b")]
+    assert first.append("s", two, expected_count=0) == [0, 1]
+    assert second.append("s", [Message.user("c")], expected_count=2) == [2]
+    with pytest.raises(SessionConflict) as caught:
+        first.append("s", [Message.user("late")], expected_count=2)
+    assert isinstance(caught.value, StoreError)
+    assert (caught.value.session, caught.value.expected, caught.value.found) == ("s", 2, 3)
+    assert "session 's' holds 3 messages, not the 2" in str(caught.value)
+    assert [m.text for m in second.messages("s")] == ["a", "b", "c"]
+    with pytest.raises(SessionConflict):
+        first.append("fresh", [], expected_count=1)  # an empty append checks too
+    assert first.append("s", [Message.user("d")]) == [3]  # without it: appended as before
+
+
+def _slow_tool_agent(store: HistoryStore, label: str) -> Agent:
+    async def run_step(n: int) -> str:
+        """Run one step of the work.
+
+        Args:
+            n: which step.
+        """
+        await asyncio.sleep(0.01)
+        return f"{label} step {n} done"
+
+    script: list[object] = [
+        Message.assistant(
+            tool_calls=[ToolCall(id=f"{label}{i}", name="run_step", arguments=f'{{"n": {i}}}')]
+        )
+        for i in range(4)
+    ]
+    model = ScriptedModel([*script, f"{label} finished"], delay=0.005)
+    return Agent(model, tools=[run_step], store=store, session="shared", system="be careful")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_two_agents_at_once_on_one_session_never_interleave(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if kind == "sqlite":
+        handles: list[HistoryStore] = [SQLiteStore(tmp_path / "h.db") for _ in range(2)]
+    else:
+        from kompakt.store.postgres import PostgresStore
+
+        dsn = request.getfixturevalue("postgres_dsn")
+        schema = "t_" + uuid.uuid4().hex[:12]
+        handles = [PostgresStore(dsn, schema=schema) for _ in range(2)]
+    try:
+        agents = [_slow_tool_agent(h, label) for h, label in zip(handles, "ab", strict=True)]
+        results = await asyncio.gather(
+            *(a.run(f"task {a.session}") for a in agents), return_exceptions=True
+        )
+        conflicts = [r for r in results if isinstance(r, SessionConflict)]
+        finished = [r for r in results if not isinstance(r, BaseException)]
+        assert len(conflicts) == 1 and len(finished) == 1, results
+        assert "another writer appended to it" in str(conflicts[0])
+        stored = handles[0].messages("shared")
+        assert not find_problems(stored), find_problems(stored)
+        # the winner's tool run is whole and in order; the loser wrote nothing after the conflict
+        winner = finished[0].output[0]
+        loser = "b" if winner == "a" else "a"
+        ids = [m.tool_call_id for m in stored if m.role == "tool"]
+        assert ids == [f"{winner}{i}" for i in range(4)]
+        assert not any(m.text.startswith(f"{loser} step") for m in stored)
+        # the agent that lost loads the session afresh and goes on from there
+        again = _slow_tool_agent(handles[1], "c")
+        assert (await again.run("one more")).output == "c finished"
+        assert not find_problems(handles[1].messages("shared"))
+    finally:
+        for h in handles:
+            h.close()
+        if kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -28,6 +28,7 @@ from kompakt.strategies import (
 from kompakt.strategies._common import run_strategy_sync
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.validation import find_problems
 from kompakt.view import View
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -130,13 +131,17 @@ def test_keep_first_and_last_keeps_the_task() -> None:
 
 def test_collapse_makes_one_short_note_per_group() -> None:
     msgs = agent_run(groups=6, size=300)
-    view = apply(CollapseToolResults(keep_last=2, max_note_chars=120), msgs)
+    view = apply(CollapseToolResults(keep_last=2, max_note_chars=160), msgs)
     notes = [m for m in view.render() if m.synthetic == "collapsed"]
     assert len(notes) == 4
     for i, note in enumerate(notes):
         assert note.role == "assistant" and not note.tool_calls
-        assert len(note.text) <= 120
-        assert note.text.startswith(f"[Tool results: bash(command=step {i}) → r{i} line 0")
+        assert len(note.text) <= 160
+        assert note.text == (
+            "[Record of tool calls; output quoted as data]\n"
+            f'<tool_output tool="bash" call="c{i}" args="command=step {i}">r{i} line 0 of output …'
+            "</tool_output>"
+        )
         assert len(note.covers) == 2
     assert view.tool_call_group_count == 2
 
@@ -147,14 +152,14 @@ def test_collapse_exclude_tools() -> None:
         call("c1", "plan", step="1"),
         result("c1", big(100)),
         call("c2"),
-        result("c2", "ok"),
+        result("c2", big(100)),
         call("c3"),
-        result("c3", big(100)),
+        result("c3", "ok"),  # a note would cost more than this group: it stays
         Message.user("next"),
     ]
     view = apply(CollapseToolResults(keep_last=0, exclude_tools=["plan"], min_preserved=0), msgs)
     kinds = [m.synthetic for m in view.render()]
-    assert kinds == [None, None, None, "collapsed", "collapsed", None]  # plan is excluded
+    assert kinds == [None, None, None, "collapsed", None, None, None]  # plan is excluded
 
 
 def test_collapse_saves_most_of_a_real_trajectory() -> None:
@@ -303,6 +308,34 @@ def test_budgeted_default_chain_gentle_first() -> None:
     names = [s.strategy for s in ctx.steps]
     assert names[:3] == ["SupersedeReads", "ClampOversized", "CollapseToolResults"]
     assert any(m.synthetic == "collapsed" for m in view.render())
+
+
+@pytest.mark.parametrize("follow_up", [False, True], ids=["request-last", "follow-up-after"])
+def test_budgeted_clamps_a_huge_fresh_result_before_any_request_goes(follow_up: bool) -> None:
+    request = Message.user("Why does the nightly build fail? Fix it.")
+    log = "\n".join(f"line {i}: test_parser_{i} FAILED AssertionError" for i in range(1250))
+    msgs = [
+        Message.system("You are a coding agent."),
+        request,
+        call("c1", "bash", command="make test"),
+        result("c1", log),
+    ]
+    if follow_up:
+        msgs.append(Message.user("go on"))
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    assert 10 <= index.message_tokens[1] <= 25 and index.message_tokens[3] >= 14_000
+    view = View(index)
+    ctx = CompactionContext(view)
+    assert Budgeted(2_000).apply(view, ctx)
+    out = view.render()
+    assert request in out  # the user's request stays, verbatim
+    assert 1_700 <= view.total_tokens <= 2_000  # near the budget, not at 481 tokens
+    (clamped,) = [m for m in out if m.synthetic == "clamped"]
+    assert clamped.text.startswith("line 0:") and clamped.text.endswith(
+        "line 1249: test_parser_1249 FAILED AssertionError"
+    )
+    assert [s.strategy for s in ctx.steps if s.changed] == ["ClampToBudget"]
+    assert not find_problems(out)
 
 
 def test_budgeted_falls_back_and_records_it() -> None:

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kompakt
+from kompakt.fencing import escape
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ExtractiveModel, ScriptedModel
@@ -88,7 +89,7 @@ async def test_exact_request_system_prompt_fenced_transcript_and_template() -> N
     evicted = [m for m in msgs[1:] if m.id not in {k.id for k in kept}]
     evicted = [m for m in evicted if m is not msgs[-4]]  # the last user message stays
     for m in evicted:
-        assert m.text.split()[0] in body
+        assert escape(m.text.split()[0]) in body  # tool text escaped: "&lt;returncode&gt;"
     assert msgs[-1].text not in body and msgs[-4].text not in body
     assert '[calls bash({"command": "pytest t0.py"}) id=c0]' in body
 
@@ -102,7 +103,7 @@ async def test_untrusted_tool_output_cannot_close_the_fence() -> None:
     await run(Summarize(keep_last=1, summarizer=model), view)
     body = model.requests[0][1].text
     assert body.count("</transcript>") == 1
-    assert "&lt;/transcript>" in body
+    assert "&lt;/transcript&gt;" in body
 
 
 async def test_summary_message_is_a_user_note_covering_the_span() -> None:

@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "MissingDependency": "kompakt.errors",
     "ModelError": "kompakt.errors",
     "StoreError": "kompakt.errors",
+    "SessionConflict": "kompakt.errors",
     "RuntimeFailure": "kompakt.errors",
     "Problem": "kompakt.errors",
     # formats and validation
@@ -194,6 +195,7 @@ __all__ = [
     "RuntimeFailure",
     "SQLiteStore",
     "ScriptedModel",
+    "SessionConflict",
     "SlidingWindow",
     "Step",
     "StoreError",
@@ -275,6 +277,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         ModelError,
         Problem,
         RuntimeFailure,
+        SessionConflict,
         StoreError,
     )
     from kompakt.formats import (

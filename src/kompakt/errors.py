@@ -12,6 +12,7 @@ KompaktError
 └── RuntimeFailure             something failed while running
     ├── ModelError             a model call failed (after retries)
     └── StoreError             the history store failed
+        └── SessionConflict    another writer appended to the session first
 ```
 
 >>> try:
@@ -38,6 +39,7 @@ __all__ = [
     "ModelError",
     "Problem",
     "RuntimeFailure",
+    "SessionConflict",
     "StoreError",
 ]
 
@@ -134,6 +136,29 @@ class ModelError(RuntimeFailure):
 
 class StoreError(RuntimeFailure):
     """The history store failed."""
+
+
+class SessionConflict(StoreError):
+    """Another writer appended to the session since this one last read it.
+
+    Raised by `append(..., expected_count=n)` when the session no longer holds `n`
+    originals: nothing was written, and the caller reloads the session (or writes to
+    its own session id) rather than interleave its messages with the other writer's.
+
+    >>> e = SessionConflict("s1", expected=4, found=6)
+    >>> print(str(e)[:62])
+    session 's1' holds 6 messages, not the 4 this writer last read
+    """
+
+    def __init__(self, session: str, *, expected: int, found: int) -> None:
+        self.session = session
+        self.expected = expected
+        self.found = found
+        super().__init__(
+            f"session {session!r} holds {found} messages, not the {expected} this writer "
+            "last read: another writer appended to it; reload the session, or give each "
+            "writer its own session id"
+        )
 
 
 def _short(value: Any, limit: int = 60) -> str:

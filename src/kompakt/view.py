@@ -67,6 +67,8 @@ class View:
         self._memos: dict[object, object] = {}
         self._marker = Message.user(OMITTED_NOTE, synthetic="omitted")
         self._marker_tokens = index.tokenizer.count_message(self._marker)
+        # (group, what it was) per edit while journaling (see `journal`)
+        self._journal: list[tuple[int, tuple[Message, ...] | None]] | None = None
         # groups before this one were dropped because a provider compaction follows them
         self._superseded_to = 0
         self._supersede()
@@ -159,6 +161,8 @@ class View:
     def _set(self, g: int, new: tuple[Message, ...] | None, tokens: int | None = None) -> None:
         group = self.index.groups[g]
         old = self._replaced.get(g)
+        if self._journal is not None:
+            self._journal.append((g, old))
         partial = self._partial
         if partial and g in partial:
             # the results that arrived since were sent as they are: `new` must say
@@ -422,7 +426,35 @@ class View:
         other._memos = dict(self._memos)
         other._cursors = dict(self._cursors)
         other._revisit = {k: set(v) for k, v in self._revisit.items()}
+        if self._journal is not None:
+            other._journal = []  # a copy journals its own edits, from its start
         return other
+
+    # -- what changed -----------------------------------------------------------------
+
+    @property
+    def journaling(self) -> bool:
+        """Whether edits are being recorded (see `journal`)."""
+        return self._journal is not None
+
+    def journal(self) -> list[tuple[int, tuple[Message, ...] | None]]:
+        """Start (or go on) recording every edit: ``(group, what it sent before)``, in order.
+
+        The list returned grows as the view is edited; a `copy` journals its own edits
+        in a list of its own, from empty. What changed between two moments is then
+        proportional to the edits, not to the history (``kompakt replay`` uses it).
+
+        >>> from kompakt.index import MessageIndex
+        >>> from kompakt.messages import Message
+        >>> view = View(MessageIndex([Message.user("a"), Message.assistant("b")]))
+        >>> log = view.journal()
+        >>> view.drop(1)
+        >>> log
+        [(1, None)]
+        """
+        if self._journal is None:
+            self._journal = []
+        return self._journal
 
     # -- the omission note ------------------------------------------------------------
 

@@ -91,6 +91,19 @@ def test_replay_subprocess(tmp_path: Path) -> None:
     assert (tmp_path / "out.html").is_file()
 
 
+def test_replay_prints_a_summary_and_each_compaction_only_with_verbose() -> None:
+    events = len(invoke("replay", str(SMALL), "--budget", "0.2", "--json").json()["events"])
+    assert events > 3
+    quiet = invoke("replay", str(SMALL), "--budget", "0.2")
+    assert quiet.code == 0, quiet.stderr
+    assert "compaction at message" not in quiet.stderr + quiet.stdout
+    assert "Compaction events" in quiet.stdout and "compactions" in quiet.stdout
+    loud = invoke("replay", str(SMALL), "--budget", "0.2", "-v")
+    assert loud.code == 0, loud.stderr
+    assert loud.stderr.count("compaction at message") == events
+    assert "Compaction events" in loud.stdout
+
+
 # -- demo ---------------------------------------------------------------------------
 
 

@@ -48,7 +48,7 @@ from kompakt.agent.result import RunResult
 from kompakt.agent.target import explain_shortfall, kept_by
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
-from kompakt.errors import BudgetImpossible, ConfigError, InputError
+from kompakt.errors import BudgetImpossible, ConfigError, InputError, SessionConflict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models.base import ChatModel, ChatResponse, run_sync
@@ -434,9 +434,16 @@ class Agent:
 
     def _append(self, messages: Sequence[Message]) -> None:
         index: MessageIndex = self._load().index
+        expected = index.message_count
         stored = index.extend(messages)
+        try:  # optimistic: another writer on the session since we read it is a conflict
+            self.store.append(self.session, stored, expected_count=expected)
+        except SessionConflict:
+            self._view = None  # it holds what the store refused: the next run loads afresh
+            if self.background is not None:
+                self.background.discard()
+            raise
         self._call_ids.update(c.id for m in stored for c in m.tool_calls)
-        self.store.append(self.session, stored)
         if self._result is not None:
             self._result.messages.extend(stored)
 

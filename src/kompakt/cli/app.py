@@ -21,6 +21,7 @@ from kompakt.cli.errors import EXIT_USAGE, handled, set_debug
 from kompakt.cli.evaluate import eval_command
 from kompakt.cli.inspect import inspect_command
 from kompakt.cli.replay import replay_command
+from kompakt.cli.serve import serve_command
 
 __all__ = ["app", "main"]
 
@@ -68,6 +69,7 @@ app.command("inspect")(inspect_command)
 app.command("compact")(compact_command)
 app.command("eval")(eval_command)
 app.command("batch")(batch_command)
+app.command("serve")(serve_command)
 
 
 def _run(args: list[str]) -> int:

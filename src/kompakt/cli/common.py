@@ -159,16 +159,24 @@ def report_fallbacks(lines: list[str], *, strict: bool) -> None:
 
 
 def progress_bar(
-    verb: str, unit: str, *, disable: bool = False, console: Console | None = None
+    verb: str,
+    unit: str,
+    *,
+    disable: bool = False,
+    console: Console | None = None,
+    detail: bool = False,
 ) -> Progress:
-    """The live progress bar of a long command, on stderr (transient)."""
-    columns = (
+    """The live progress bar of a long command, on stderr (transient); with `detail`, the
+    task's description follows (a running count, say)."""
+    columns = [
         TextColumn(f"[bold]{verb}[/]"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(unit),
         TimeElapsedColumn(),
-    )
+    ]
+    if detail:
+        columns.append(TextColumn("[dim]{task.description}[/]"))
     return Progress(*columns, console=console or err_console, transient=True, disable=disable)
 
 

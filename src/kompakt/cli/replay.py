@@ -39,6 +39,7 @@ __all__ = [
     "ReportOpt",
     "StrictOpt",
     "ToOpt",
+    "VerboseOpt",
     "print_replay",
     "replay_command",
     "replay_warnings",
@@ -100,6 +101,10 @@ StrictOpt = Annotated[
     bool,
     typer.Option("--strict", help="Exit 1 if a fallback was taken (e.g. a summarizer failed)."),
 ]
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="Print one line per compaction as it happens."),
+]
 
 
 def _event_line(e: ReplayEvent) -> Text:
@@ -129,15 +134,33 @@ def run_replay(
     budget: int | None,
     progress: bool = True,
     recall: bool = True,
+    verbose: bool = False,
     console: Console = err_console,
 ) -> ReplayResult:
-    """Replay with a live progress bar (and one line per compaction) on `console`.
+    """Replay with a live progress bar on `console` (its description counts the
+    compactions); with `verbose`, one line per compaction as well.
 
     With `recall`, lost artifacts count as recoverable only when a full-text search
     over the originals (a SQLite store, as the agent's recall tool) finds them.
     """
-    with progress_bar("replaying", "messages", disable=not progress, console=console) as bar:
-        task = bar.add_task("replay", total=len(messages))
+    with progress_bar(
+        "replaying", "messages", disable=not progress, console=console, detail=True
+    ) as bar:
+        task = bar.add_task("", total=len(messages))
+        compactions = 0
+        step = max(1, len(messages) // 200)  # ~200 updates: a bar, not a per-message cost
+
+        def on_message(done: int, total: int) -> None:
+            if done % step == 0 or done == total:
+                bar.update(task, completed=done)
+
+        def on_event(e: ReplayEvent) -> None:
+            nonlocal compactions
+            compactions += 1
+            bar.update(task, description=f"{compactions:,} compactions")
+            if verbose:
+                bar.console.print(_event_line(e), highlight=False)
+
         return replay(
             messages,
             compactor,
@@ -146,10 +169,8 @@ def run_replay(
             strategy=strategy,
             budget=budget,
             recall=recall,
-            on_message=lambda done, _total: bar.update(task, completed=done),
-            on_event=(lambda e: bar.console.print(_event_line(e), highlight=False))
-            if progress
-            else None,
+            on_message=on_message if progress else None,
+            on_event=on_event if progress or verbose else None,
         )
 
 
@@ -234,12 +255,15 @@ def replay_command(
     report: ReportOpt = None,
     json_out: JsonOpt = False,
     strict: StrictOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Replay a recorded run turn by turn through a compactor.
 
-    Shows the context per model call with and without compaction, every compaction
-    (what was dropped, collapsed, summarized; tokens; model calls; time) and what is
-    still visible at the end (paths, commands, errors, identifiers).
+    A progress bar while it runs, then a summary: the context per model call with and
+    without compaction, the compactions (what was dropped, collapsed, summarized;
+    tokens; model calls; time; the first and last ten, -v prints each one as it
+    happens) and what is still visible at the end (paths, commands, errors,
+    identifiers).
 
     Example: kompakt replay run.traj.json --budget 0.2 --strategy digest --report out.html
     """
@@ -270,6 +294,7 @@ def replay_command(
                 budget=tokens,
                 strategy=strategy or ("config" if config else "budgeted"),
                 progress=not json_out,
+                verbose=verbose and not json_out,
             )
         except BudgetImpossible as exc:
             raise budget_error(exc, tokens, target) from exc

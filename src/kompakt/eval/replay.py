@@ -252,28 +252,39 @@ def _state(r: tuple[Message, ...] | None) -> str:
     return "summary" if any(m.synthetic in ("summary", "facts") for m in r) else "note"
 
 
+Changes = dict[int, "tuple[Message, ...] | None"]
+"""Group -> what it sent before the compaction (None: its originals)."""
+
+
 def _event(
-    step: int, index: MessageIndex, before: View | None, after: View, raw: Any, seconds: float
+    step: int,
+    index: MessageIndex,
+    before: tuple[int, int],
+    after: View,
+    changed: Changes,
+    raw: Any,
+    seconds: float,
 ) -> ReplayEvent:
-    summarized: set[str] | None = None
+    """The event of one compaction; `changed` holds the groups it edited (and only
+    those are looked at: the work is proportional to what changed)."""
+    summarized = {
+        i
+        for g in changed
+        for m in after.replacement(g) or ()
+        if m.synthetic in ("summary", "facts")
+        for i in m.covers
+    }
     dropped = collapsed = summ = 0
     spans: list[tuple[str, int, int]] = []  # (what, first, last) message positions
-    for g in range(index.group_count):
+    for g in sorted(changed):
         new = after.replacement(g)
-        old = before.replacement(g) if before is not None else None
-        if new is old:  # a view copy shares the tuples of the groups it did not touch
+        old = changed[g]
+        if new is old:  # edited and put back as it was
             continue
         a, b = _state(old), _state(new)
         if a == b:  # still what it was (a rolled summary in place of the old one, say)
             continue
         if b == "dropped":
-            if summarized is None:
-                summarized = {
-                    i
-                    for m in after.synthetic()
-                    if m.synthetic in ("summary", "facts")
-                    for i in m.covers
-                }
             if any(m.id in summarized for m in index.group_messages(g)):
                 summ += 1
                 b = "summary"
@@ -287,9 +298,9 @@ def _event(
     ev = ReplayEvent(
         step=step,
         position=index.message_count,
-        tokens_before=before.total_tokens if before is not None else index.total_tokens,
+        tokens_before=before[0],
         tokens_after=after.total_tokens,
-        messages_before=before.message_count if before is not None else index.message_count,
+        messages_before=before[1],
         messages_after=after.message_count,
         seconds=seconds,
         groups_dropped=dropped,
@@ -302,6 +313,32 @@ def _event(
     )
     _copy_event_counts(ev, raw)
     return ev
+
+
+def _changes(before: View | None, mark: int, after: View) -> Changes:
+    """The groups a compaction edited, with what each sent before.
+
+    From the journal when there is one (the view edited in place, or a copy of it made
+    for the compaction); else every group is compared with `before` (the first
+    compaction, or a compactor that returns views of its own making).
+    """
+    journal: list[tuple[int, tuple[Message, ...] | None]] | None = None
+    if before is not None and after is before:
+        journal = after.journal()[mark:]
+    elif before is not None and after.journaling:
+        journal = after.journal()
+    if journal is not None:
+        changed: Changes = {}
+        for g, old in journal:
+            changed.setdefault(g, old)  # the first entry: what it was before this compaction
+        after.journal().clear()  # read: the next compaction starts afresh
+        return changed
+    out: Changes = {}
+    for g in range(after.index.group_count):
+        old = before.replacement(g) if before is not None else None
+        if after.replacement(g) is not old:
+            out[g] = old
+    return out
 
 
 _VERB = {"dropped": "dropped", "note": "collapsed", "summary": "summarized"}
@@ -342,17 +379,22 @@ def tally_artifacts(
     *,
     examples: int = 5,
 ) -> list[ArtifactTally]:
-    """Count, per kind, which artifacts appear in `visible`, and which `recover` gets back."""
-    out: list[ArtifactTally] = []
-    for kind in ARTIFACT_KINDS:
-        mine = [a for a in artifacts if a.kind == kind]
-        seen = [a for a in mine if a.key in visible]
-        lost = [a for a in mine if a.key not in visible]
-        back = [a for a in lost if recover(a)]
-        out.append(
-            ArtifactTally(kind, len(mine), len(seen), len(back), [a.text for a in lost[:examples]])
-        )
-    return out
+    """Count, per kind, which artifacts appear in `visible`, and which `recover` gets back.
+
+    One pass over the artifacts; `recover` is asked about the lost ones only.
+    """
+    tallies = {kind: ArtifactTally(kind, 0, 0, 0) for kind in ARTIFACT_KINDS}
+    for a in artifacts:
+        t = tallies[a.kind]
+        t.total += 1
+        if a.key in visible:
+            t.visible += 1
+            continue
+        if recover(a):
+            t.recoverable += 1
+        if len(t.lost) < examples:
+            t.lost.append(a.text)
+    return list(tallies.values())
 
 
 def store_recall(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
@@ -373,8 +415,18 @@ def store_recall(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
 
 
 def _in_originals(messages: Sequence[Message]) -> Callable[[Artifact], bool]:
-    original = visible_text(messages)
-    return lambda a: a.key in original
+    """Whether an artifact is in the originals: looked up in the message it was first
+    seen in (the whole run is joined and searched only for one that is not there)."""
+    joined: list[str] = []
+
+    def recover(a: Artifact) -> bool:
+        if 0 <= a.position < len(messages) and a.key in visible_text([messages[a.position]]):
+            return True
+        if not joined:
+            joined.append(visible_text(messages))
+        return a.key in joined[0]
+
+    return recover
 
 
 def replay(
@@ -411,7 +463,11 @@ def replay(
         nonlocal view, ineffective
         compacted = False
         if index.message_count and compactor.check(view if view is not None else index):
-            before = view.copy() if view is not None else None
+            before = view
+            sent = view if view is not None else index
+            totals = (sent.total_tokens, sent.message_count)
+            # edits are journaled, so the event costs what changed, not the history
+            mark = len(before.journal()) if before is not None else 0
             tc = time.perf_counter()
             try:
                 view, raw = compactor.compact(index)
@@ -419,9 +475,12 @@ def replay(
                 exc.position = index.message_count  # type: ignore[attr-defined]
                 raise
             seconds = time.perf_counter() - tc
-            if getattr(raw, "changed", True) is False:  # skip the O(groups) diff of a no-op
+            changed = _changes(before, mark, view)
+            if before is None:
+                view.journal()
+            if getattr(raw, "changed", True) is False:  # nothing to describe
                 ineffective += 1
-            elif _changed(ev := _event(len(steps), index, before, view, raw, seconds)):
+            elif _changed(ev := _event(len(steps), index, totals, view, changed, raw, seconds)):
                 events.append(ev)
                 compacted = True
                 if on_event is not None:

@@ -44,6 +44,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kompakt.fencing import escape
 from kompakt.messages import Message
 from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
 from kompakt.notes.salience import Salience, content_words, is_filler, is_instruction
@@ -222,7 +223,6 @@ _IMPERATIVE_RE = re.compile(  # tool text that addresses the reader: data, never
     r"|assistant|system|user)\b",
     re.IGNORECASE,
 )
-_ANGLE = str.maketrans({"<": "‹", ">": "›", "＜": "‹", "＞": "›", "〈": "‹", "〉": "›"})
 _MAX_COMMAND_CHARS = 100
 _MAX_ERROR_CHARS = 200
 
@@ -1017,8 +1017,8 @@ def _compact_args(args: object) -> str:
 
 
 def _defang(text: str) -> str:
-    """Quoted tool text cannot open or close a tag of the note."""
-    return text.translate(_ANGLE)
+    """Quoted tool text cannot open or close a tag of the note (any look-alike escaped)."""
+    return escape(text)
 
 
 def _norm(text: str) -> str:

@@ -15,6 +15,16 @@ record, the originals stay, and `search` / `recall` find them again verbatim.
 ['user', 'assistant']
 >>> [m.text for m in store.search("s1", "TimeoutError")]
 ['the build fails with TimeoutError']
+
+A writer that passes `expected_count` (the count it last read) never interleaves its
+messages with another writer's:
+
+>>> from kompakt.errors import SessionConflict
+>>> try:
+...     store.append("s1", [Message.user("late")], expected_count=1)
+... except SessionConflict as e:
+...     print(e.expected, e.found)
+1 2
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from kompakt.errors import InputError, StoreError
+from kompakt.errors import InputError, SessionConflict, StoreError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.store import _codec
@@ -227,10 +237,19 @@ class HistoryStore(Protocol):
         """Merge `metadata` into the session's (a None value removes a key)."""
         ...
 
-    def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
+    def append(
+        self,
+        session: str,
+        messages: Iterable[MessageLike],
+        *,
+        expected_count: int | None = None,
+    ) -> list[int]:
         """Append originals (creating the session if needed); returns their sequence numbers.
 
         Ids already used in the session get ``~2``, ``~3`` ... as `MessageIndex` does.
+        With `expected_count` (how many originals the writer last read, so the first new
+        sequence number) the append is optimistic: when the session holds another count,
+        another writer got there first, nothing is written and `SessionConflict` is raised.
         """
         ...
 
@@ -366,6 +385,12 @@ class StoreBase(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_expected(session: str, expected: int | None, found: int) -> None:
+    """Raise `SessionConflict` when a writer expected the session to hold another count."""
+    if expected is not None and expected != found:
+        raise SessionConflict(session, expected=expected, found=found)
 
 
 def _check_limit(limit: int) -> None:

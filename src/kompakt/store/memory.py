@@ -63,12 +63,19 @@ class MemoryStore(StoreBase):
             s = self._sessions.get(session)
             return dict(s.metadata) if s else {}
 
-    def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
+    def append(
+        self,
+        session: str,
+        messages: Iterable[MessageLike],
+        *,
+        expected_count: int | None = None,
+    ) -> list[int]:
         msgs = _codec.to_messages(messages)
         self.create_session(session)
         with self._lock:
             s = self._sessions[session]
             start = len(s.messages)
+            base.check_expected(session, expected_count, start)
             for m in base.unique_ids(msgs, set(s.positions)):
                 s.positions[m.id] = len(s.messages)
                 s.messages.append(m)

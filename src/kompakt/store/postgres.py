@@ -211,23 +211,31 @@ class PostgresStore(StoreBase):
 
     # -- messages -------------------------------------------------------------------
 
-    def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
+    def append(
+        self,
+        session: str,
+        messages: Iterable[MessageLike],
+        *,
+        expected_count: int | None = None,
+    ) -> list[int]:
         msgs = _codec.to_messages(messages)
         errors = self._psycopg.errors
         retry = (errors.UniqueViolation, errors.SerializationFailure, errors.DeadlockDetected)
         for attempt in range(_RETRIES):
             try:
                 with self._tx() as conn:
-                    return self._insert(conn, session, msgs)
+                    return self._insert(conn, session, msgs, expected_count)
             except retry:
                 time.sleep(0.001 * (attempt + 1))
             except self._psycopg.Error as e:
                 raise StoreError(f"PostgreSQL store: append to {session!r}: {e}") from e
         raise StoreError(f"append to session {session!r} conflicted {_RETRIES} times; retry later")
 
-    def _insert(self, conn: Any, session: str, msgs: list[Message]) -> list[int]:
+    def _insert(
+        self, conn: Any, session: str, msgs: list[Message], expected: int | None
+    ) -> list[int]:
         self._ensure_session(conn, session)
-        if not msgs:
+        if not msgs and expected is None:
             return []
         # one writer per session at a time; other sessions are not blocked
         conn.execute(
@@ -238,6 +246,9 @@ class PostgresStore(StoreBase):
         start = conn.execute(
             f"SELECT COALESCE(MAX(seq) + 1, 0) FROM {t} WHERE session = %s", (session,)
         ).fetchone()[0]
+        base.check_expected(session, expected, start)
+        if not msgs:
+            return []
         taken = base.taken_ids(
             (m.id for m in msgs),
             lambda ids: (

@@ -5,7 +5,8 @@ version in ``PRAGMA user_version`` with a list of migrations, an FTS5 index over
 original's text (tool results included) kept in sync by triggers, and
 ``UNIQUE(session, seq)``: appends take the write lock first (``BEGIN IMMEDIATE``), so
 several processes appending to one session lose nothing and agree on one order; a
-conflict is retried.
+conflict is retried. An append with ``expected_count`` checks the count under that lock
+(optimistic concurrency: `SessionConflict` when another writer came first).
 
 >>> import tempfile, os
 >>> from kompakt.messages import Message
@@ -177,12 +178,18 @@ class SQLiteStore(StoreBase):
 
     # -- messages -------------------------------------------------------------------
 
-    def append(self, session: str, messages: Iterable[MessageLike]) -> list[int]:
+    def append(
+        self,
+        session: str,
+        messages: Iterable[MessageLike],
+        *,
+        expected_count: int | None = None,
+    ) -> list[int]:
         msgs = _codec.to_messages(messages)
         for attempt in range(_RETRIES):
             try:
                 with self._tx() as conn:
-                    return _insert(conn, session, msgs)
+                    return _insert(conn, session, msgs, expected_count)
             except sqlite3.IntegrityError:
                 pass  # another writer took the sequence number: read it again
             except sqlite3.OperationalError as e:
@@ -274,13 +281,17 @@ def _merge_metadata(conn: sqlite3.Connection, sid: str, changes: Mapping[str, An
     )
 
 
-def _insert(conn: sqlite3.Connection, session: str, msgs: list[Message]) -> list[int]:
+def _insert(
+    conn: sqlite3.Connection, session: str, msgs: list[Message], expected: int | None
+) -> list[int]:
     _ensure_session(conn, session)
-    if not msgs:
-        return []
+    # the write lock is held (BEGIN IMMEDIATE): no other writer can append in between
     start = conn.execute(
         "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session = ?", (session,)
     ).fetchone()[0]
+    base.check_expected(session, expected, start)
+    if not msgs:
+        return []
     taken = base.taken_ids(
         (m.id for m in msgs),
         lambda ids: _existing_ids(conn, session, ids),

@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from kompakt.fencing import attributes, escape
 from kompakt.messages import Message
 from kompakt.models.base import (
     ChatModel,
@@ -58,7 +59,6 @@ decisions, artifacts, state, open tasks, open questions); standing instructions 
 outside the model's text."""
 
 _HEADER_RE = re.compile(r"^\[Summary of [^\n]*\]\n?")
-_FENCE_RE = re.compile(r"<(/?)(transcript|previous_summary|message)\b", re.IGNORECASE)
 
 
 MIN_NOTE_TOKENS = 60
@@ -673,20 +673,15 @@ def strip_header(text: str) -> str:
     return _HEADER_RE.sub("", text, count=1).strip()
 
 
-def fence(text: str) -> str:
-    """Neutralize tags that would close or open a fence inside untrusted text."""
-    return _FENCE_RE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text)
+fence = escape
+"""Untrusted text made inert inside a fence (`kompakt.fencing.escape`)."""
 
 
 def render_transcript(messages: Sequence[Message]) -> str:
     """Messages as fenced data: one ``<message>`` element each inside ``<transcript>``."""
     out = ["<transcript>"]
     for m in messages:
-        attrs = f'role="{m.role}"'
-        if m.name:
-            attrs += f' name="{fence(m.name)}"'
-        if m.tool_call_id:
-            attrs += f' call="{fence(m.tool_call_id)}"'
+        attrs = attributes({"role": m.role, "name": m.name or None, "call": m.tool_call_id or None})
         body = fence(m.text)
         for c in m.tool_calls:
             body += f"\n[calls {fence(c.name)}({fence(c.arguments)}) id={fence(c.id)}]"

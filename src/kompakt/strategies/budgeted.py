@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from kompakt.errors import BudgetImpossible, ConfigError
+from kompakt.messages import Message
 from kompakt.strategies._common import COMPOSITE, check_count, rendered_tokens, run_strategy_sync
 from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
@@ -21,7 +22,7 @@ from kompakt.strategies.truncation import Truncation
 from kompakt.triggers import Never, TokensBelow, TokensExceed
 from kompakt.view import View
 
-__all__ = ["Budgeted", "core_breakdown", "default_chain"]
+__all__ = ["Budgeted", "ClampToBudget", "core_breakdown", "default_chain"]
 
 
 class Budgeted(BaseStrategy):
@@ -41,13 +42,15 @@ class Budgeted(BaseStrategy):
        call alone exceed the budget, `BudgetImpossible` names each one's tokens
        (with ``strict=False`` the view is left at that core instead).
 
-    The default chain (``strategies=None``), gentlest first:
-    `SupersedeReads` (stale re-reads become one line), `ClampOversized` (text parts
-    over a tenth of the budget, at most 4 000 tokens, keep head and tail),
-    `CollapseToolResults(keep_last=2)` (old tool groups become one-line notes),
-    `ExtractiveDigest` (the older span becomes one model-free note that keeps standing
-    instructions, current facts and salient specifics; note and recent tail share the
-    budget), and only then truncation.
+    The default chain (``strategies=None``), gentlest first, the steps that touch no
+    request before any user message goes: `SupersedeReads` (stale re-reads become one
+    line), `ClampOversized` (text parts over a tenth of the budget, at most 4 000
+    tokens, keep head and tail), `CollapseToolResults(keep_last=2)` (old tool groups
+    become short notes), `ClampToBudget` (the biggest tool results and answers, the
+    newest included, cut just enough to fit), `ExtractiveDigest` (the older span
+    becomes one model-free note that keeps standing instructions, current facts and
+    salient specifics; note and recent tail share the budget), and only then
+    truncation.
 
     The budget is its target: a compactor's `target` does not change where it stops.
     For hysteresis, trigger above the budget:
@@ -193,8 +196,108 @@ def default_chain(
         SupersedeReads(min_preserved=min_preserved),
         ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
         CollapseToolResults(keep_last=2, min_preserved=min_preserved),
+        # before any user message goes: a huge fresh result is cut, not the request
+        ClampToBudget(token_budget, floor=clamp_at, newest=min_preserved),
         ExtractiveDigest(keep_last=min_preserved),
     ]
+
+
+class ClampToBudget(BaseStrategy):
+    """Cut the biggest tool results and assistant texts of the newest groups just enough
+    for the view to fit `token_budget`: every one over a common level keeps its head and
+    tail within that level, the rest stays as it is.
+
+    The step of `Budgeted`'s default chain that comes before any user message goes: the
+    gentler steps before it leave the newest `newest` groups alone, so a 15 000-token
+    fresh result under a 2 000-token budget is cut to what fits beside the request,
+    instead of the request and its turn being dropped. It does nothing when that level
+    would be under `floor` tokens (clamping alone is no gentle way there). It looks at
+    the newest groups only, so it costs the same at any length of history.
+
+    >>> from kompakt import MessageIndex, Message, ToolCall, View
+    >>> from kompakt.strategies import CompactionContext
+    >>> call = Message.assistant(tool_calls=[ToolCall(id="c1", name="bash", arguments="{}")])
+    >>> log = Message.tool("\\n".join(f"test {i} FAILED" for i in range(3000)), tool_call_id="c1")
+    >>> view = View(MessageIndex([Message.user("why does CI fail?"), call, log]))
+    >>> ClampToBudget(2000).apply(view, CompactionContext(view))
+    True
+    >>> 1800 < view.total_tokens <= 2000
+    True
+    """
+
+    def __init__(
+        self, token_budget: int, *, floor: int = 64, newest: int = DEFAULT_MIN_PRESERVED
+    ) -> None:
+        check_count("token_budget", token_budget)
+        check_count("floor", floor, minimum=16)
+        check_count("newest", newest)
+        self.token_budget = token_budget
+        self.floor = floor
+        self.newest = newest
+
+    def apply(self, view: View, context: CompactionContext) -> bool:
+        if view.total_tokens <= self.token_budget:
+            return False
+        index = view.index
+        first = max(0, index.group_count - max(1, self.newest))
+        groups = [g for g in range(first, index.group_count) if _clampable(view, g)]
+        count = index.tokenizer.count_message
+        sizes = [count(m) for g in groups for m in view.rendered(g) if _big_text(m)]
+        level = _water_level(sizes, self.token_budget, view.total_tokens)
+        if level is None or level < self.floor:
+            return False
+        # head and tail fill the level (ClampOversized's defaults leave 15% of it unused)
+        clamp = ClampOversized(
+            max_tokens=level, head=level * 68 // 100, tail=level * 28 // 100, min_preserved=0
+        )
+        changed = 0
+        for g in groups:
+            pending = bool(index.groups[g].open_calls)
+            current = tuple(view.rendered(g))
+            new = tuple(
+                clamp.clamp_message(m, index.tokenizer)
+                if _big_text(m) and not (pending and m.role != "tool")
+                else m
+                for m in current
+            )
+            if any(a is not b for a, b in zip(new, current, strict=True)):
+                view.replace(g, new)
+                changed += 1
+        if changed:
+            context.note(groups_replaced=changed)
+        return changed > 0
+
+    def __repr__(self) -> str:
+        return f"ClampToBudget({self.token_budget})"
+
+
+_CLAMP_SLACK = 8
+"""Tokens a clamped message may cost over its text's limit (the message's own overhead)."""
+
+
+def _clampable(view: View, g: int) -> bool:
+    group = view.index.groups[g]
+    return not (view.is_dropped(g) or group.kind in ("system", "user", "summary") or group.pinned)
+
+
+def _big_text(m: Message) -> bool:
+    return m.role in ("tool", "assistant") and m.synthetic is None and bool(m.text)
+
+
+def _water_level(sizes: list[int], budget: int, total: int) -> int | None:
+    """The largest per-message limit at which clamping every one of `sizes` over it
+    brings `total` within `budget` (None when no limit does)."""
+    if not sizes:
+        return None
+    sizes = sorted(sizes, reverse=True)
+    room = budget - (total - sum(sizes)) - budget // 50  # a margin for estimates
+    rest = sum(sizes)
+    for k, size in enumerate(sizes, start=1):
+        rest -= size  # the k biggest clamped to the level, the others as they are
+        level = (room - rest) // k - _CLAMP_SLACK
+        if level >= (sizes[k] if k < len(sizes) else 0):
+            return level if level > 0 else None
+    return None
 
 
 def core_breakdown(view: View) -> dict[str, int]:

@@ -114,6 +114,11 @@ class ClampOversized(BaseStrategy):
             context.note(groups_replaced=replaced)
         return replaced > 0
 
+    def clamp_message(self, m: Message, tokenizer: Tokenizer) -> Message:
+        """`m` with each text part over `max_tokens` cut to head and tail (a clamped copy
+        covering `m`), or `m` itself when nothing is over (or it is synthetic)."""
+        return self._clamp(m, tokenizer)
+
     def _clamp(self, m: Message, tok: Tokenizer) -> Message:
         if m.synthetic is not None or tok.count_message(m) <= self.max_tokens:
             return m

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from kompakt.fencing import attributes, escape
 from kompakt.messages import Message, ToolCall
 from kompakt.strategies._common import (
     _NON_BLANK,
+    ELLIPSIS,
     Stop,
     Walk,
     abbreviate,
@@ -24,23 +26,28 @@ from kompakt.tokens import note_tokens
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
-__all__ = ["CollapseToolResults", "collapse_note"]
+__all__ = ["RECORD", "CollapseToolResults", "collapse_note"]
+
+MIN_NOTE_CHARS = 80
+"""The smallest `max_note_chars`: the record line and a count of the calls must fit."""
 
 
 class CollapseToolResults(BaseStrategy):
     """Replace each old tool-call group with ONE short assistant note; keep the newest `keep_last`.
 
     The gentlest way to win back space from verbose tool output, and usually the
-    first strategy of a chain: the model keeps a readable trace of what it ran and
-    what came back, ``[Tool results: read_file(path=a.py) → import os …]``, without
-    the payload. A note is capped at `max_note_chars` (Microsoft Agent Framework's
-    collapse re-inserted whole results and saved little) and is only used when it
-    is cheaper than the group. `exclude_tools` names tools whose results always stay.
+    first strategy of a chain: the model keeps a readable record of what it ran and
+    what came back, without the payload. Each result is attributed (tool, call,
+    arguments) and its first line quoted as fenced, escaped data, never as an
+    instruction (see `collapse_note`). A note is capped at `max_note_chars` (Microsoft
+    Agent Framework's collapse re-inserted whole results and saved little) and is only
+    used when it is cheaper than the group. `exclude_tools` names tools whose results
+    always stay.
 
     Args:
         keep_last: newest tool-call groups kept verbatim.
         exclude_tools: tool names never collapsed.
-        max_note_chars: hard cap on one note's length.
+        max_note_chars: hard cap on one note's length (at least 80).
         min_preserved: newest groups left alone.
         trigger: run only when this fires; stop once it no longer does.
 
@@ -54,8 +61,9 @@ class CollapseToolResults(BaseStrategy):
     >>> view = View(idx)
     >>> CollapseToolResults(keep_last=0).apply(view, CompactionContext(view))
     True
-    >>> view.render()[1].text
-    '[Tool results: read_file(path=a.py) → import os …]'
+    >>> print(view.render()[1].text)
+    [Record of tool calls; output quoted as data]
+    <tool_output tool="read_file" call="c1" args="path=a.py">import os …</tool_output>
     """
 
     def __init__(
@@ -68,7 +76,7 @@ class CollapseToolResults(BaseStrategy):
         trigger: TriggerLike | None = None,
     ) -> None:
         check_count("keep_last", keep_last)
-        check_count("max_note_chars", max_note_chars, minimum=20)
+        check_count("max_note_chars", max_note_chars, minimum=MIN_NOTE_CHARS)
         check_count("min_preserved", min_preserved)
         self.keep_last = keep_last
         self.exclude_tools = tool_name_set(exclude_tools)
@@ -123,14 +131,31 @@ class CollapseToolResults(BaseStrategy):
         return f"CollapseToolResults(keep_last={self.keep_last})"
 
 
+RECORD = "[Record of tool calls; output quoted as data]"
+"""How a collapse note's record starts: what follows is a record, and tool text in it is data."""
+
+_GIST_LIMITS = (80, 40, 16, 0)
+"""Characters of each result's first line, tried in turn until the note fits."""
+
+Item = tuple[dict[str, str | None], str]
+
+
 def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
-    """The one-line note standing in for a tool-call group.
+    """The short note standing in for a tool-call group: a record, tool output fenced.
+
+    What the assistant said comes first (its own words, abbreviated); then the record:
+    each result as a ``<tool_output>`` element naming its tool, call and arguments, the
+    first line of the output quoted and escaped (`kompakt.fencing`), so tool text can
+    neither close the element nor read as an instruction. Quotes shrink, then the last
+    items give way to ``[+N more calls]``, until the note fits `max_chars`.
 
     >>> from kompakt import Message, ToolCall
     >>> call = Message.assistant("Let me look.", tool_calls=[
     ...     ToolCall(id="c1", name="grep", arguments='{"pattern": "TODO"}')])
-    >>> collapse_note([call, Message.tool("\\n\\nsrc/a.py:3: TODO\\nsrc/b.py", tool_call_id="c1")])
-    'Let me look. [Tool results: grep(pattern=TODO) → src/a.py:3: TODO …]'
+    >>> print(collapse_note([call, Message.tool("\\n\\nsrc/a.py:3: TODO\\nsrc/b.py",
+    ...                                         tool_call_id="c1")]))
+    Let me look. [Record of tool calls; output quoted as data]
+    <tool_output tool="grep" call="c1" args="pattern=TODO">src/a.py:3: TODO …</tool_output>
     """
     results: dict[str | None, Message] = {}
     said_lines: list[str] = []
@@ -145,22 +170,46 @@ def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
                 said_lines.append(first_line(text))
         if m.tool_calls:
             calls.extend(m.tool_calls)
-    said = " ".join(said_lines)
-    items = [
-        f"{call.name}({short_args(call.arguments)}) → {_gist(results.get(call.id))}"
+    items: list[Item] = [
+        (
+            {"tool": call.name, "call": call.id, "args": short_args(call.arguments) or None},
+            _gist(results.get(call.id)),
+        )
         for call in calls
     ]
     if len(results) > len(calls) or not results.keys() <= {c.id for c in calls}:
         answered = {c.id for c in calls}
         for tid, res in results.items():  # results whose call is not in the group (orphans)
             if tid not in answered:
-                items.append(f"{res.name or 'tool'} → {_gist(res)}")
-    body = "[Tool results: " + "; ".join(items) + "]"
+                items.append(({"tool": res.name or "tool", "call": tid}, _gist(res)))
+    said = " ".join(said_lines)
     if said:
-        body = abbreviate(said, max(20, max_chars // 3)) + " " + body
-    if len(body) > max_chars:
-        body = body[: max_chars - 2] + "…]"
-    return body
+        said = escape(abbreviate(said, max(20, max_chars // 3))) + " "
+    return _fit(said, items, max_chars)
+
+
+def _fit(said: str, items: list[Item], max_chars: int) -> str:
+    """The note at its fullest that fits `max_chars`: shorter quotes, then fewer items."""
+    for limit in _GIST_LIMITS:
+        note = said + RECORD + _items(items, limit, attr_limit=60)
+        if len(note) <= max_chars:
+            return note
+    for shown in range(len(items), -1, -1):
+        more = len(items) - shown
+        note = RECORD + _items(items[:shown], 0, attr_limit=24)
+        note += f"\n[+{more} more calls]" if more else ""
+        if len(note) <= max_chars:
+            return note
+    return RECORD  # unreachable with max_chars >= MIN_NOTE_CHARS and < 10**9 calls
+
+
+def _items(items: list[Item], limit: int, *, attr_limit: int) -> str:
+    out = []
+    for attrs, gist in items:
+        short = {k: abbreviate(v, attr_limit) if v else v for k, v in attrs.items()}
+        quoted = abbreviate(gist, limit) if limit else ELLIPSIS
+        out.append(f"\n<tool_output {attributes(short)}>{escape(quoted)}</tool_output>")
+    return "".join(out)
 
 
 _PAIR = re.compile(r"<([\w-]{1,30})>([^<\n]{0,30})</\1>")

@@ -1,0 +1,470 @@
+"""The ASGI app: compacting routes, pass-through for everything else, the page.
+
+``POST /v1/chat/completions`` (OpenAI), ``POST /v1/responses`` (OpenAI Responses)
+and ``POST /v1/messages`` (Anthropic) are compacted: the request's conversation is
+recognised (`Sessions`), its new originals stored, the compactor run when due, and the
+body forwarded with only the conversation (``messages``, ``system``, ``input``,
+``instructions``) changed. Everything else (``/v1/models``, embeddings, token
+counting ...) goes through as it is. Responses stream back as they arrive.
+
+Failure rules: a malformed request gets the provider's own 400 error shape naming the
+problem; an upstream error comes back unchanged (status and body); a context overflow
+is compacted harder and retried once; a crash in compaction is logged and the request
+forwarded as it came, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from kompakt.errors import FormatError
+from kompakt.overflow import parse_overflow
+from kompakt.serve.config import Api, ServeConfig
+from kompakt.serve.conversation import Conversation, Rendered, Turn, source_of, split_source
+from kompakt.serve.errors import error_response
+from kompakt.serve.page import conversation_page, index_page
+from kompakt.serve.sessions import Sessions
+from kompakt.serve.upstream import Upstream, join, request_headers, response_headers
+from kompakt.serve.usage import UsageSniffer, input_tokens
+from kompakt.store.base import CompactionRecord, HistoryStore
+
+__all__ = ["Proxy", "create_app"]
+
+log = logging.getLogger("kompakt.serve")
+
+_OVERFLOW_SHARE = 0.9
+"""After an overflow, compact to this share of what the upstream said fits."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class Proxy:
+    """The proxy's state: config, store, upstream client, conversations."""
+
+    def __init__(
+        self,
+        config: ServeConfig,
+        *,
+        store: HistoryStore | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store if store is not None else config.open_store()
+        self.upstream = Upstream(timeout=config.timeout, client=client)
+        self.sessions = Sessions(
+            config.make_compactor,
+            exists=lambda cid: self.store.count(cid) > 0,
+            max_timeline=config.max_timeline,
+        )
+        self.started = time.time()
+
+    # -- the request's edges -----------------------------------------------------------
+
+    def _denied(self, request: Request, api: Api) -> tuple[Response | None, frozenset[str]]:
+        """An error when a proxy key is required and missing; else the headers it came in."""
+        key = self.config.api_key
+        if key is None:
+            return None, frozenset()
+        h = request.headers
+        if _same(h.get("x-kompakt-key"), key) or _same(request.query_params.get("key"), key):
+            return None, frozenset()
+        if _same(h.get("x-api-key"), key):
+            return None, frozenset({"x-api-key"})
+        auth = h.get("authorization", "")
+        if auth.lower().startswith("bearer ") and _same(auth[7:].strip(), key):
+            return None, frozenset({"authorization"})
+        return error_response(api, 401, "this kompakt proxy needs its key: X-Kompakt-Key"), (
+            frozenset()
+        )
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _TooLarge
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, api: Api) -> Response:
+        return error_response(
+            api, 413, f"request body over {self.config.max_body_bytes:,} bytes (--max-body-bytes)"
+        )
+
+    def _url(self, api: Api, request: Request) -> str | None:
+        base = self.config.upstream(api)
+        return None if base is None else join(base, request.url.path, request.url.query)
+
+    def _no_upstream(self, api: Api) -> Response:
+        flag = "--anthropic-upstream" if api == "anthropic" else "--openai-upstream"
+        return error_response(api, 502, f"no {api} upstream configured: start with {flag} URL")
+
+    async def _send(
+        self, api: Api, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> httpx.Response | Response:
+        """The upstream's response, or an error response when it could not be reached."""
+        try:
+            return await self.upstream.send(method, url, headers, body)
+        except httpx.TimeoutException:
+            return error_response(
+                api, 504, f"upstream timed out after {self.config.timeout:g} s (--timeout)"
+            )
+        except httpx.HTTPError as e:
+            return error_response(api, 502, f"upstream unreachable: {type(e).__name__}")
+
+    # -- pass-through -------------------------------------------------------------------
+
+    async def passthrough(self, request: Request) -> Response:
+        api = self.config.api_for(request.url.path, request.headers)
+        denied, drop = self._denied(request, api)
+        if denied is not None:
+            return denied
+        url = self._url(api, request)
+        if url is None:
+            return self._no_upstream(api)
+        try:
+            body = await self._body(request)
+        except _TooLarge:
+            return self._too_large(api)
+        headers = request_headers(request.headers, drop)
+        sent = await self._send(api, request.method, url, headers, body)
+        if isinstance(sent, Response):
+            return sent
+        return StreamingResponse(
+            self.upstream.relay(sent),
+            status_code=sent.status_code,
+            headers=response_headers(sent.headers),
+        )
+
+    # -- compacting routes ----------------------------------------------------------------
+
+    async def openai(self, request: Request) -> Response:
+        return await self.compacting(request, "openai")
+
+    async def anthropic(self, request: Request) -> Response:
+        return await self.compacting(request, "anthropic")
+
+    async def responses(self, request: Request) -> Response:
+        return await self.compacting(request, "responses")
+
+    async def compacting(self, request: Request, api: Api) -> Response:
+        started = time.perf_counter()
+        denied, drop = self._denied(request, api)
+        if denied is not None:
+            return denied
+        url = self._url(api, request)
+        if url is None:
+            return self._no_upstream(api)
+        try:
+            raw = await self._body(request)
+        except _TooLarge:
+            return self._too_large(api)
+        body, problem = _parse(raw, api)
+        if body is None:
+            return error_response(api, 400, problem)
+        headers = request_headers(request.headers, drop)
+        if api == "responses" and body.get("previous_response_id") is not None:
+            # the upstream holds the history: only the new items are here
+            sent = await self._send(api, "POST", url, headers, raw)
+            if isinstance(sent, Response):
+                return sent
+            return StreamingResponse(
+                self.upstream.relay(sent),
+                status_code=sent.status_code,
+                headers=response_headers(sent.headers),
+            )
+        source = source_of(api, body)
+        try:
+            conv, new = await self.sessions.claim(
+                api, source, request.headers.get("x-kompakt-session")
+            )
+        except FormatError as e:
+            return error_response(api, 400, f"messages: {e}")
+        try:  # the lock is held while the conversation changes, not while upstream answers
+            content, turn, sent_items = await self._prepare(conv, new, api, body, raw, source)
+        finally:
+            conv.lock.release()
+        turn.added_ms = (time.perf_counter() - started) * 1000
+        upstream = await self._send(api, "POST", url, headers, content)
+        if isinstance(upstream, httpx.Response) and upstream.status_code >= 400:
+            upstream, sent_items = await self._recover(
+                conv, api, url, headers, body, raw, source, upstream, turn, sent_items
+            )
+        conv.record(turn, sent_items)
+        turn.status = upstream.status_code
+        log.info(
+            "conversation %s: %d messages (%d new), %d -> %d tokens, upstream %d",
+            conv.id, turn.messages, turn.new, turn.tokens_full, turn.tokens_sent, turn.status,
+        )  # fmt: skip
+        if isinstance(upstream, Response):
+            return upstream
+        return self._respond(conv, upstream, turn, streaming=body.get("stream") is True)
+
+    async def _prepare(
+        self,
+        conv: Conversation,
+        new: list[Any],
+        api: Api,
+        body: dict[str, Any],
+        raw: bytes,
+        source: list[Any],
+    ) -> tuple[bytes, Turn, list[Any]]:
+        """Store the new originals, compact when due: the bytes to send, the request's
+        record, and the items sent."""
+        conv.model = str(body.get("model", conv.model))
+        if new:
+            await self._store_originals(conv)
+        note = ""
+        try:
+            rendered: Rendered | None = await conv.render(source)
+        except Exception as e:  # never a 500 for compaction: forward as it came
+            log.warning("conversation %s: compaction failed, forwarding as is: %r", conv.id, e)
+            rendered, note = None, f"compaction failed ({type(e).__name__}); forwarded as is"
+        if rendered is not None and rendered.event is not None:
+            await self._store_record(conv, rendered)
+        index = conv.mirror.index
+        turn = Turn(
+            at=time.time(),
+            messages=len(body["input"] if api == "responses" else body["messages"]),
+            new=len(new),
+            tokens_full=index.total_tokens,
+            tokens_sent=rendered.tokens_sent if rendered is not None else index.total_tokens,
+            prefix_stable=False,
+            added_ms=0.0,
+            compaction=rendered.event.summary() if rendered and rendered.event else "",
+            note=note,
+        )
+        sent_items = rendered.items if rendered is not None else source
+        return _content(api, body, raw, rendered, conv), turn, sent_items
+
+    async def _recover(
+        self,
+        conv: Conversation,
+        api: Api,
+        url: str,
+        headers: Mapping[str, str],
+        body: dict[str, Any],
+        raw: bytes,
+        source: list[Any],
+        failed: httpx.Response,
+        turn: Turn,
+        sent_items: list[Any],
+    ) -> tuple[httpx.Response | Response, list[Any]]:
+        """An upstream error as it came, or, for a context overflow, the answer to the
+        request compacted harder (one retry)."""
+        data = await failed.aread()
+        await failed.aclose()
+        as_is = Response(
+            data, status_code=failed.status_code, headers=response_headers(failed.headers)
+        )
+        overflow = parse_overflow(data)
+        if overflow is None:
+            return as_is, sent_items
+        goal = _goal(overflow, turn.tokens_sent)
+        started = time.perf_counter()
+        async with conv.lock:
+            if len(conv.items) != len(source):  # the conversation moved on meanwhile
+                return as_is, sent_items
+            try:
+                rendered = await conv.compact_harder(source, goal)
+            except Exception as e:
+                log.warning("conversation %s: overflow; compacting harder failed: %r", conv.id, e)
+                turn.note = f"upstream overflow; compacting to {goal:,} failed ({type(e).__name__})"
+                return as_is, sent_items
+            await self._store_record(conv, rendered)
+            content = _content(api, body, raw, rendered, conv)
+        turn.added_ms += (time.perf_counter() - started) * 1000
+        turn.tokens_sent = rendered.tokens_sent
+        turn.compaction = rendered.event.summary() if rendered.event else turn.compaction
+        turn.note = f"upstream overflow ({overflow.message[:120]}); compacted to {goal:,}, retried"
+        log.info("conversation %s: upstream overflow, retrying at %d tokens", conv.id, goal)
+        return await self._send(api, "POST", url, headers, content), rendered.items
+
+    def _respond(
+        self, conv: Conversation, upstream: httpx.Response, turn: Turn, *, streaming: bool
+    ) -> Response:
+        sniffer = UsageSniffer()
+
+        def calibrate() -> None:
+            reported = sniffer.tokens
+            if reported is not None and upstream.status_code < 400:
+                turn.usage = reported
+                conv.calibrate(reported, turn.tokens_sent)
+
+        if streaming:
+            return StreamingResponse(
+                self.upstream.relay(upstream, sniffer.feed),
+                status_code=upstream.status_code,
+                headers=response_headers(upstream.headers),
+                background=BackgroundTask(calibrate),
+            )
+        return StreamingResponse(
+            self._whole(upstream, sniffer),
+            status_code=upstream.status_code,
+            headers=response_headers(upstream.headers),
+            background=BackgroundTask(calibrate),
+        )
+
+    async def _whole(self, upstream: httpx.Response, sniffer: UsageSniffer) -> AsyncIterator[bytes]:
+        """A JSON response relayed as it arrives, its usage read at the end."""
+        chunks: list[bytes] = []
+        async for chunk in self.upstream.relay(upstream):
+            chunks.append(chunk)
+            yield chunk
+        with contextlib.suppress(ValueError):
+            sniffer.tokens = input_tokens(json.loads(b"".join(chunks)))
+
+    # -- the store ---------------------------------------------------------------------
+
+    async def _store_originals(self, conv: Conversation) -> None:
+        pending = conv.unstored()
+        if not pending:
+            return
+        if conv.stored == 0:
+            meta: dict[str, Any] = {"api": conv.api, "model": conv.model, "source": "kompakt serve"}
+            if conv.parent is not None:
+                meta.update(parent=conv.parent, fork_at=conv.fork_at)
+            await asyncio.to_thread(self.store.create_session, conv.id, metadata=meta)
+        await asyncio.to_thread(self.store.append, conv.id, pending)
+        conv.stored += len(pending)
+
+    async def _store_record(self, conv: Conversation, rendered: Rendered) -> None:
+        record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
+        await asyncio.to_thread(self.store.record_compaction, conv.id, record)
+
+    # -- the page ----------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        denied, _ = self._denied(request, "openai")
+        if denied is not None:
+            return denied
+        return HTMLResponse(index_page(self))
+
+    async def conversation(self, request: Request) -> Response:
+        denied, _ = self._denied(request, "openai")
+        if denied is not None:
+            return denied
+        conv = self.sessions.get(request.path_params["cid"])
+        if conv is None:
+            return HTMLResponse(
+                "<!doctype html><title>not found</title><p>no such conversation", 404
+            )
+        return HTMLResponse(conversation_page(self, conv))
+
+    async def close(self) -> None:
+        await self.upstream.close()
+        self.store.close()
+
+
+def _same(given: str | None, key: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), key.encode())
+
+
+def _parse(raw: bytes, api: Api) -> tuple[dict[str, Any] | None, str]:
+    """The request body, or None and what is wrong with it."""
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        return None, f"request body is not valid JSON: {e}"
+    if not isinstance(body, dict):
+        return None, f"request body must be a JSON object, got {type(body).__name__}"
+    if api == "responses":
+        if not isinstance(body.get("input"), (str, list)):
+            return None, "input: required, a string or a list of input items"
+        return body, ""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None, "messages: required, and must be a list of messages"
+    if api == "anthropic" and not isinstance(body.get("system", ""), (str, list)):
+        return None, "system: must be a string or a list of content blocks"
+    return body, ""
+
+
+def _content(
+    api: Api, body: dict[str, Any], raw: bytes, rendered: Rendered | None, conv: Conversation
+) -> bytes:
+    """The body to send: the client's own bytes when nothing changed; else the body with
+    the compacted messages, their JSON spliced in (made once per message, see
+    `Conversation.messages_json`)."""
+    if rendered is None or rendered.unchanged:
+        return raw
+    system, messages = split_source(api, rendered.items)
+    out = dict(body)
+    out["input" if api == "responses" else "messages"] = _SLOT
+    if api != "openai":
+        key = "system" if api == "anthropic" else "instructions"
+        if system is None:
+            out.pop(key, None)
+        else:
+            out[key] = system
+    text = json.dumps(out, ensure_ascii=False).replace(
+        f'"{_SLOT}"', conv.messages_json(messages), 1
+    )
+    return text.encode("utf-8", "surrogatepass")
+
+
+_SLOT = "__kompakt_messages_slot__"
+
+
+def _goal(overflow: Any, sent: int) -> int:
+    """Tokens to compact to after an overflow: what fits by the upstream's count, scaled
+    to the estimate (their tokenizer is not ours), else half of what was sent."""
+    limit, requested = overflow.input_limit, overflow.input_tokens
+    if limit and requested and requested > 0:
+        return max(1, int(sent * limit / requested * _OVERFLOW_SHARE))
+    return max(1, sent // 2)
+
+
+def create_app(
+    config: ServeConfig,
+    *,
+    store: HistoryStore | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> Starlette:
+    """The proxy as an ASGI app (``app.state.proxy`` is its `Proxy`).
+
+    >>> app = create_app(ServeConfig(openai_upstream="http://127.0.0.1:9/v1", budget=1000,
+    ...                              store=":memory:"))
+    >>> sorted(r.path for r in app.routes)[:3]
+    ['/kompakt/', '/kompakt/{cid}', '/v1/chat/completions']
+    """
+    proxy = Proxy(config, store=store, client=client)
+    every = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    routes = [
+        Route("/v1/chat/completions", proxy.openai, methods=["POST"]),
+        Route("/v1/messages", proxy.anthropic, methods=["POST"]),
+        Route("/v1/responses", proxy.responses, methods=["POST"]),
+        Route("/kompakt/", proxy.page, methods=["GET"]),
+        Route("/kompakt/{cid}", proxy.conversation, methods=["GET"]),
+        Route("/{path:path}", proxy.passthrough, methods=every),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await proxy.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.proxy = proxy
+    return app
