@@ -6,9 +6,9 @@
 The chat client is a small scripted MAF client (with MAF's own function-invocation
 loop) that reads twelve large files before answering; swap in any MAF chat client
 (``OpenAIChatClient()``, ``OllamaChatClient()``...) and nothing else changes.
-``KompaktStrategy`` fits wherever MAF takes a compaction strategy:
-``Agent(compaction_strategy=...)``, a chat client's ``compaction_strategy=``, or
-``CompactionProvider(before_strategy=..., after_strategy=...)``.
+``KompaktStrategy`` compacts before every model call (the agent's instructions and
+tool schemas counted); its ``provider()`` keeps the view in the ``AgentSession``, so the
+second task, and the session restored from its dict, continue from where the first left.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from typing import Any
 
 from agent_framework import (
     Agent,
+    AgentSession,
     BaseChatClient,
     ChatResponse,
     Content,
     FunctionInvocationLayer,
+    InMemoryHistoryProvider,
     Message,
     tool,
 )
@@ -37,7 +39,7 @@ class ReadsTwelveFiles(FunctionInvocationLayer[Any], BaseChatClient[Any]):
 
     async def _respond(self) -> ChatResponse:
         self.step += 1
-        if self.step > 12:
+        if self.step % 13 == 0:
             return ChatResponse(messages=[Message("assistant", ["The bug is in f7.py."])])
         call = Content.from_function_call(
             call_id=f"call_{self.step}", name="read_file", arguments={"path": f"f{self.step}.py"}
@@ -54,19 +56,28 @@ def read_file(path: str) -> str:
     return f"{path}:\n" + "def handler(event):  # a long file the agent reads once\n" * 60
 
 
+INSTRUCTIONS = "You debug Python."
+
+
 async def main() -> None:
     compactor = Compactor(
         trigger=TokensExceed(6_000), strategy=Budgeted(4_000), target=TokensBelow(4_000)
     )
-    strategy = KompaktStrategy(compactor)
+    strategy = KompaktStrategy(compactor, instructions=INSTRUCTIONS, tools=[read_file])
     agent = Agent(
         client=ReadsTwelveFiles(),
+        instructions=INSTRUCTIONS,
         tools=[read_file],
         compaction_strategy=strategy,
-        instructions="You debug Python.",
+        context_providers=[InMemoryHistoryProvider(), strategy.provider()],
     )
-    result = await agent.run("Find the bug in f1.py .. f12.py")
-    print(result.text)
+    session = agent.create_session()
+    result = await agent.run("Find the bug in f1.py .. f12.py", session=session)
+    print(result.messages[-1].text)
+    # the session, saved and restored (another process could do this), goes on
+    restored = AgentSession.from_dict(session.to_dict())
+    result = await agent.run("And in f13.py .. f24.py?", session=restored)
+    print(result.messages[-1].text)
     for event in strategy.events:
         print(" ", event.summary())
 

@@ -5,7 +5,7 @@
 
 The model is the SDK's own ScriptedModel (no network, no API key); replace
 ``model=...`` with a model name such as ``"gpt-4.1-mini"`` for a real run. The session
-lives in SQLite: run the script twice and the second run starts from the stored history.
+lives in SQLite; each run starts from what the one before would have sent next.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, Runner, function_tool
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 from kompakt import Budgeted, Compactor, SQLiteStore, TokensBelow, TokensExceed
-from kompakt.integrations.openai_agents import KompaktSession, model_input_filter
+from kompakt.integrations.openai_agents import KompaktSession
 
 
 @function_tool
@@ -43,8 +43,8 @@ async def main(db: Path) -> None:
     )
     store = SQLiteStore(db)
     session = KompaktSession("user-42", store=store, compactor=compactor)
-    # optional: also compact inside one long run, before every model call
-    config = RunConfig(tracing_disabled=True, call_model_input_filter=model_input_filter(compactor))
+    # compacts before every model call of a run too (instructions and tool schemas counted)
+    config = session.run_config(tracing_disabled=True)
     for task in range(4):
         agent = Agent(
             name="debugger", instructions="You debug Python.", model=script(task), tools=[read_file]

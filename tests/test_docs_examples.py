@@ -19,6 +19,7 @@ import contextlib
 import inspect
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,14 @@ MARK = re.compile(r"<!--\s*not-runnable:\s*(.*?)\s*-->\s*$")
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     # ("docs/page.md", "a line of the block"): "why it fails (who must fix it)",
 }
+SELF_CONTAINED = {
+    "langchain.md": "langchain",
+    "pydantic-ai.md": "pydantic_ai",
+    "openai-agents.md": "agents",
+    "maf.md": "agent_framework",
+}
+"""Pages whose blocks define every name they use (they run in an empty namespace), and the
+framework each needs."""
 NOT_RUNNABLE: dict[tuple[str, str], str] = {
     # blocks on pages this file's author does not own; their owners may use the marker instead
 }
@@ -81,14 +90,14 @@ def _namespace(page: Path) -> dict[str, Any]:
     """The names the docs' prose assumes, built from real data and the frameworks' test models."""
     from kompakt.models import ScriptedModel
 
+    if page.name in SELF_CONTAINED:
+        return {"__name__": "__docs__"}
     messages = kompakt.load(TRAJ)
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(6_000),
         strategy=kompakt.Budgeted(4_000),
         target=kompakt.TokensBelow(4_000),
     )
-    if page.name in SELF_CONTAINED:
-        return {"__name__": "__docs__"}
     extra = PAGE_NAMES[page.name](compactor) if page.name in PAGE_NAMES else {}
     return {
         "kompakt": kompakt,
@@ -105,49 +114,7 @@ def _namespace(page: Path) -> dict[str, Any]:
     }
 
 
-def _conversation() -> list[kompakt.Message]:
-    call = kompakt.ToolCall(id="call_1", name="read_file", arguments='{"path": "a.py"}')
-    return [
-        kompakt.Message.system("You fix failing tests."),
-        kompakt.Message.user("fix the failing test"),
-        kompakt.Message.assistant("", tool_calls=[call]),
-        kompakt.Message.tool("def f(): pass", tool_call_id="call_1"),
-        kompakt.Message.assistant("Fixed a.py."),
-    ]
-
-
-def _openai_agents(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("agents")
-    from agents import Agent, RunConfig, Runner, set_tracing_disabled
-    from agents.testing import ModelStep, ScriptedModel, assistant_message
-
-    from kompakt.integrations.openai_agents import KompaktSession, to_openai_agents
-
-    set_tracing_disabled(True)
-    model = ScriptedModel([ModelStep(output=[assistant_message("Fixed a.py.")])])
-    return {
-        "agent": Agent(name="fixer", model=model),
-        "session": KompaktSession("user-42", compactor=compactor),
-        "Runner": Runner,
-        "RunConfig": RunConfig,
-        "items": to_openai_agents(_conversation()),
-    }
-
-
-def _maf(compactor: kompakt.Compactor) -> dict[str, Any]:
-    pytest.importorskip("agent_framework")
-    from kompakt.integrations.maf import to_maf
-
-    return {"maf_messages": to_maf(_conversation())}
-
-
-SELF_CONTAINED = {"langchain.md": "langchain", "pydantic-ai.md": "pydantic_ai"}
-"""Pages whose blocks define every name they use: they run in an empty namespace."""
-
-PAGE_NAMES = {
-    "openai-agents.md": _openai_agents,
-    "maf.md": _maf,
-}
+PAGE_NAMES: dict[str, Callable[[kompakt.Compactor], dict[str, Any]]] = {}
 """Per page: the framework objects its fragments take as given (`model`, `state`, `items` ...)."""
 
 

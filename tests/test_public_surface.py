@@ -279,12 +279,13 @@ ADAPTERS = {
     "langchain": ["KompaktMiddleware", "pre_model_hook", "from_langchain", "to_langchain"],
     "pydantic_ai": ["KompaktCapability", "history_processor", "from_pydantic_ai", "to_pydantic_ai"],
     "openai_agents": [
+        "AgentsChatModel",
         "KompaktSession",
         "model_input_filter",
         "from_openai_agents",
         "to_openai_agents",
     ],
-    "maf": ["KompaktStrategy", "from_maf", "to_maf"],
+    "maf": ["KompaktStrategy", "MAFChatModel", "from_maf", "to_maf"],
 }
 
 

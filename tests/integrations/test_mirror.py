@@ -14,9 +14,9 @@ from kompakt.messages import Message
 from strategies_conv import conversations
 
 
-def _mirror(budget: int) -> Mirror:
+def _mirror(budget: int, **options: Any) -> Mirror:
     compactor = Compactor(trigger=TokensExceed(budget), strategy=Budgeted(budget * 3 // 4))
-    return Mirror(compactor, lambda m, pos: [m], list)
+    return Mirror(compactor, lambda m, pos: [m], list, **options)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -77,6 +77,39 @@ def test_a_changed_message_is_never_sent_as_its_stale_original() -> None:
     assert out[1] == ("converted", "short")
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    conversations(max_turns=3, pending=False),
+    conversations(max_turns=3, pending=False),
+    st.lists(st.tuples(st.booleans(), st.integers(1, 4)), min_size=1, max_size=30),
+)
+def test_conversations_never_mix_two_histories(
+    a: list[Message], b: list[Message], steps: list[tuple[bool, int]]
+) -> None:
+    """Two histories grown in any interleaving through one `Conversations` render exactly
+    as each would through a mirror of its own."""
+    from hypothesis import assume
+
+    from kompakt.integrations._bridge import Conversations
+
+    assume(a[:1] != b[:1])  # conversations starting alike share an index until they part
+    shared = Conversations(lambda events: _mirror(800, events=events, same=lambda x, y: x == y))
+    alone = {True: _mirror(800), False: _mirror(800)}
+    grown = {True: 0, False: 0}
+    for first, step in steps:
+        msgs = a if first else b
+        grown[first] = min(len(msgs), grown[first] + step)
+        source = msgs[: grown[first]]
+        if not source:
+            continue
+        try:
+            want = alone[first].process(source)
+        except BudgetImpossible:
+            return
+        mirror, _ = shared.find(source)
+        assert mirror.process(source) == want
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     conversations(max_turns=4, pending=False),
@@ -124,3 +157,22 @@ def test_overhead_counts_but_is_not_sent() -> None:
     assert mirror.view.total_tokens > 200  # the schemas were counted
     again = strip_overhead(mirror.process([Overhead("tool schemas " * 200), *msgs]))
     assert again == msgs and mirror.last_render_reused  # an equal overhead is not a new history
+
+
+def test_find_recognises_only_the_conversations_it_made() -> None:
+    """A conversation the framework names (`get`) is never handed to one it does not name
+    (`find`), even when their messages agree, and `find` still tells its own apart."""
+    from kompakt.integrations._bridge import Conversations
+
+    pool = Conversations(lambda events: _mirror(800, events=events))
+    msgs = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+    named = pool.get("thread-1")
+    named.process(msgs[:2])
+    found, new = pool.find(msgs)
+    assert new and found is not named
+    found.process(msgs[:2])
+    again, new = pool.find(msgs)
+    assert again is found and not new
+    other, new = pool.find([Message.user("z")])
+    assert new and other is not found
+    assert len(pool) == 3 and pool.get("thread-1") is named

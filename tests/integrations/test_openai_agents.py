@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunConfig, Runner, function_tool
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.memory import Session
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 from framework_checks import BIG, assert_valid_history, tool_result_count
@@ -25,6 +25,8 @@ from kompakt.integrations.openai_agents import (
     to_openai_agents,
 )
 from kompakt.store import MemoryStore, SQLiteStore
+
+set_tracing_disabled(True)
 
 RUNS = 4
 STEPS = 3  # tool-calling steps per run
@@ -238,6 +240,178 @@ async def test_model_input_filter_compacts_within_one_long_run() -> None:
         if made:
             assert outputs[-1]["call_id"] == f"c{made - 1}"  # the fresh result always arrives
     assert compacted >= 3
-    assert kompakt_input.mirror.events  # type: ignore[attr-defined]
+    assert kompakt_input.events  # type: ignore[attr-defined]
     # the session still received every original
     assert tool_result_count(session.store.messages("s1")) == 12
+
+
+# -- long runs, several conversations, restarts ----------------------------------------------
+
+LONG = 30
+
+
+def _long_script(tag: str, steps: int = LONG) -> ScriptedModel:
+    calls = []
+    for i in range(steps):
+        batch = [function_call("read_file", {"path": f"{tag}{i}.py"}, call_id=f"{tag}c{i}")]
+        if i % 7 == 3:  # a parallel batch
+            path = {"path": f"{tag}p{i}.py"}
+            batch.append(function_call("read_file", path, call_id=f"{tag}p{i}"))
+        calls.append(ModelStep(output=batch))
+    return ScriptedModel([*calls, ModelStep(output=[assistant_message(f"done {tag}")])])
+
+
+def _sent_tokens(call: Any, agent: Agent[Any]) -> int:
+    """What the provider receives: input items, instructions and tool schemas."""
+    from kompakt import CharEstimator
+    from kompakt.integrations._bridge import Overhead, dumps
+    from kompakt.integrations.openai_agents import _tool_schemas
+
+    tok = CharEstimator()
+    items = from_openai_agents([_plain(i) for i in call.input])
+    schemas = _tool_schemas(agent)
+    parts = [call.system_instructions or "", dumps(schemas) if schemas else ""]
+    extra = [Overhead("\n\n".join(p for p in parts if p)).message]
+    return sum(tok.count_message(m) for m in [*extra, *items])
+
+
+def _agent(model: ScriptedModel) -> Agent[Any]:
+    return Agent(name="debugger", instructions="You debug Python.", model=model, tools=[read_file])
+
+
+async def test_one_long_run_stays_in_budget_with_instructions_counted(tmp_path: Path) -> None:
+    session = KompaktSession("s1", store=SQLiteStore(tmp_path / "a.db"), compactor=_compactor())
+    model = _long_script("a")
+    agent = _agent(model)
+    result = await Runner.run(
+        agent, "task a", session=session, run_config=session.run_config(), max_turns=40
+    )
+    assert result.final_output == "done a"
+    assert len(model.calls) == LONG + 1
+    for call in model.calls:
+        assert_valid_history(from_openai_agents([_plain(i) for i in call.input]))
+        assert _sent_tokens(call, agent) <= 4_000
+    assert session.events
+
+
+async def test_second_run_and_restart_continue_the_view(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    session = KompaktSession("s1", store=SQLiteStore(path), compactor=_compactor())
+    first = _long_script("a")
+    await Runner.run(
+        _agent(first), "task a", session=session, run_config=session.run_config(), max_turns=40
+    )
+    last = [_plain(i) for i in first.calls[-1].input]
+    second = _long_script("b", 2)
+    await Runner.run(
+        _agent(second), "task b", session=session, run_config=session.run_config(), max_turns=9
+    )
+    start = [_plain(i) for i in second.calls[0].input]
+    assert start[: len(last)] == last  # what the first run would have sent next
+    assert start[-1] == {"role": "user", "content": "task b"}
+    assert len(start) == len(last) + 2  # its answer, the new task
+
+    again = KompaktSession("s1", store=SQLiteStore(path), compactor=_compactor())
+    third = _long_script("c", 1)
+    before = [_plain(i) for i in second.calls[-1].input]
+    await Runner.run(
+        _agent(third), "task c", session=again, run_config=again.run_config(), max_turns=9
+    )
+    resumed = [_plain(i) for i in third.calls[0].input]
+    assert resumed[: len(before)] == before
+    assert len(resumed) == len(before) + 2
+
+
+async def test_one_filter_serves_two_conversations_at_once() -> None:
+    import asyncio
+
+    alone = model_input_filter(_compactor())
+    model = _long_script("a")
+    await Runner.run(
+        _agent(model), "task a", run_config=RunConfig(call_model_input_filter=alone), max_turns=40
+    )
+    shared = model_input_filter(_compactor())
+    config = RunConfig(tracing_disabled=True, call_model_input_filter=shared)
+    a, b = _long_script("a"), _long_script("b")
+    await asyncio.gather(
+        Runner.run(_agent(a), "task a", run_config=config, max_turns=40),
+        Runner.run(_agent(b), "task b", run_config=config, max_turns=40),
+    )
+    for call in [*a.calls, *b.calls]:
+        items = [_plain(i) for i in call.input]
+        assert_valid_history(from_openai_agents(items))
+        own = "a" if call in a.calls else "b"
+        assert all(i.get("call_id", own)[0] == own for i in items)  # never the other's items
+    assert len(shared.events) == 2 * len(alone.events)  # each compacts only itself
+
+
+async def test_oversized_instructions_are_cut_with_a_warning_or_refused() -> None:
+    from kompakt import BudgetImpossible, ConfigError
+
+    model = ScriptedModel([ModelStep(output=[assistant_message("ok")])])
+    agent = Agent(name="x", instructions="You debug. " * 2_000, model=model)
+    clamp = RunConfig(call_model_input_filter=model_input_filter(_compactor()))
+    with pytest.warns(UserWarning, match="cut to fit"):
+        await Runner.run(agent, "hi", run_config=clamp)
+    assert len(model.calls[0].system_instructions or "") < 4 * 3_000
+    strict = RunConfig(call_model_input_filter=model_input_filter(_compactor(), oversize="raise"))
+    with pytest.raises(BudgetImpossible, match="instructions"):
+        await Runner.run(agent, "hi", run_config=strict)
+    with pytest.raises(ConfigError, match="oversize"):
+        model_input_filter(_compactor(), oversize="error")  # type: ignore[arg-type]
+
+
+async def test_streamed_run_compacts_too() -> None:
+    session = KompaktSession("s1", compactor=_compactor())
+    model = _long_script("a", 12)
+    agent = _agent(model)
+    result = Runner.run_streamed(
+        agent, "task a", session=session, run_config=session.run_config(), max_turns=20
+    )
+    async for _ in result.stream_events():
+        pass
+    assert result.final_output == "done a"
+    for call in model.calls:
+        assert_valid_history(from_openai_agents([_plain(i) for i in call.input]))
+        assert _sent_tokens(call, agent) <= 4_000
+
+
+async def test_the_agents_own_model_writes_the_summaries() -> None:
+    from kompakt import Summarize
+    from kompakt.integrations.openai_agents import AgentsChatModel
+
+    writer = ScriptedModel(
+        [ModelStep(output=[assistant_message("Goal: read files. Read r0s0.py so far.")])] * 20
+    )
+    summarizer = AgentsChatModel(writer)
+    compactor = Compactor(trigger=TokensExceed(4_000), strategy=Summarize(keep_last=2))
+    compactor.summarizer = summarizer
+    session = KompaktSession("s1", compactor=compactor)
+    await _conversation(session)
+    assert writer.calls, "the agent's model was never asked for a summary"
+    items = await session.get_items()
+    assert any("Read r0s0.py so far" in json.dumps(i) for i in items)
+    assert summarizer.total_usage.calls == len(writer.calls)
+
+
+async def test_a_restart_from_the_sdks_own_sqlite_session_continues_the_view(
+    tmp_path: Path,
+) -> None:
+    from agents import SQLiteSession
+
+    db = str(tmp_path / "sdk.db")
+    first = _long_script("a")
+    config = RunConfig(call_model_input_filter=model_input_filter(_compactor()))
+    session = SQLiteSession("user-42", db)
+    await Runner.run(_agent(first), "task a", session=session, run_config=config, max_turns=40)
+    last = [_plain(i) for i in first.calls[-1].input]
+    assert len(last) < 2 * LONG  # it was compacted
+
+    # a new process: a new session object on the same file, a new filter
+    again = SQLiteSession("user-42", db)
+    fresh = RunConfig(call_model_input_filter=model_input_filter(_compactor()))
+    second = _long_script("b", 1)
+    await Runner.run(_agent(second), "task b", session=again, run_config=fresh, max_turns=9)
+    start = [_plain(i) for i in second.calls[0].input]
+    assert start[: len(last)] == last
+    assert start[len(last) + 1] == {"role": "user", "content": "task b"}

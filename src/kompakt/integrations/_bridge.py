@@ -11,7 +11,9 @@ For adapters that keep kompakt's state in the framework's own storage: `Mirror.r
 is the view as JSON (its notes and what they stand in for), `Mirror.restore` puts it
 back on a mirror rebuilt from the same messages, and `Overhead` is what a framework
 sends besides its messages (instructions, tool schemas), counted as a system message
-that is never rendered back. `Conversations` keeps one mirror per conversation.
+that is never rendered back. `Conversations` keeps one mirror per conversation, found by
+the framework's name for it (a thread, a session) or, where it names none, by the
+messages it starts with.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import uuid
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-from kompakt.errors import BudgetImpossible, MissingDependency
+from kompakt.errors import BudgetImpossible, ConfigError, MissingDependency
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.view import View
@@ -47,6 +50,8 @@ __all__ = [
     "dumps",
     "fit_overhead",
     "loads_or_text",
+    "overhead_of",
+    "oversize_option",
     "require",
     "strip_overhead",
 ]
@@ -54,6 +59,20 @@ __all__ = [
 Oversize = Literal["clamp", "raise"]
 """What an adapter does when what the framework always sends (instructions, tool
 schemas) leaves no room in the budget: clamp it with a warning, or raise."""
+
+
+def oversize_option(value: str) -> Oversize:
+    """`value` checked as an `Oversize` (a `ConfigError` naming the option otherwise).
+
+    >>> oversize_option("raise")
+    'raise'
+    """
+    if value == "clamp":
+        return "clamp"
+    if value == "raise":
+        return "raise"
+    raise ConfigError(f"`oversize` must be 'clamp' or 'raise', got {value!r}")
+
 
 Origin = tuple[int, int, int]
 """Where a kompakt message came from: (position in the source list, part, parts)."""
@@ -192,15 +211,37 @@ class Mirror:
 
     def _prefix(self, source: Sequence[Any]) -> bool:
         """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
-        seen, same = self._source, self._same
+        seen = self._source
         for i, (a, b) in enumerate(zip(seen, source, strict=False)):
             if a is b or (isinstance(a, Overhead) and a == b):
-                continue
-            if same is None or not same(a, b):
+                continue  # an equal overhead renders as nothing: no need to swap it in
+            if not self._matches(a, b):
                 return False
             seen[i] = b  # render the framework's current object
             self._out = None
         return True
+
+    def _matches(self, a: Any, b: Any) -> bool:
+        """`b` is `a` seen again (an equal `Overhead`, or the same message by `same`)."""
+        if a is b:
+            return True
+        if isinstance(a, Overhead) or isinstance(b, Overhead):
+            return bool(a == b)
+        return self._same is not None and bool(self._same(a, b))
+
+    @property
+    def source(self) -> list[Any]:
+        """The framework messages taken in so far (an `Overhead` first, when given)."""
+        return self._source
+
+    def prefix_of(self, source: Sequence[Any]) -> int:
+        """How many messages were taken in, when `source` starts with them (else -1)."""
+        seen = self._source
+        if not seen or len(source) < len(seen):
+            return -1
+        if all(self._matches(a, b) for a, b in zip(seen, source, strict=False)):
+            return len(seen)
+        return -1
 
     @property
     def view(self) -> View:
@@ -417,10 +458,23 @@ def strip_overhead(rendered: Sequence[Any]) -> list[Any]:
 
 
 def budget_of(compactor: Any) -> int | None:
-    """The hard token budget of `compactor`'s strategy (a `Budgeted`), or None."""
-    strategy = getattr(as_compactor(compactor), "strategy", None)
-    budget = getattr(strategy, "token_budget", None)
-    return budget if isinstance(budget, int) else None
+    """The token budget `compactor` keeps to: a `Budgeted` strategy's, else its target's
+    or trigger's token limit (None when it has none).
+
+    >>> from kompakt import Budgeted, Compactor, TokensExceed
+    >>> tripped = Compactor(trigger=TokensExceed(4_000), strategy="collapse_tool_results")
+    >>> budget_of(Budgeted(900)), budget_of(tripped)
+    (900, 4000)
+    """
+    c = as_compactor(compactor)
+    budget = getattr(getattr(c, "strategy", None), "token_budget", None)
+    if isinstance(budget, int):
+        return budget
+    for rule in (getattr(c, "target", None), getattr(c, "trigger", None)):
+        limit = getattr(rule, "limit", None)
+        if type(rule).__name__.startswith("Tokens") and isinstance(limit, int):
+            return limit
+    return None
 
 
 def fit_overhead(
@@ -441,6 +495,7 @@ def fit_overhead(
     >>> fit_overhead("short", Budgeted(1_000), oversize="raise", what="instructions")
     'short'
     """
+    oversize = oversize_option(oversize)
     budget = budget_of(compactor)
     if budget is None:
         return text
@@ -452,13 +507,40 @@ def fit_overhead(
         parts = {what: tokens, "tool schemas": reserved}
         raise BudgetImpossible(budget, tokens + reserved, parts)
     keep = max(0, len(text) * max(room - reserved, 0) // max(tokens, 1) - 80)
-    clamped = text[:keep] + f"\n[... {what} clamped by kompakt to fit the budget]"
     warnings.warn(
-        f"kompakt: {what} take {tokens} tokens, more than {share:.0%} of the {budget}-token "
-        f"budget; sending the first {keep} characters (oversize='raise' makes this an error)",
+        f"kompakt: {what} and tool schemas take {tokens + reserved} tokens, more than "
+        f"{share:.0%} of the {budget}-token budget; {what} cut to fit, to the first {keep} "
+        "characters (oversize='raise' makes this an error)",
         stacklevel=3,
     )
-    return clamped
+    if not text:
+        return text  # the tool schemas alone: nothing kompakt may cut
+    return text[:keep] + f"\n[... {what} clamped by kompakt to fit the budget]"
+
+
+def overhead_of(
+    compactor: Any,
+    instructions: str | None,
+    schemas: Sequence[Mapping[str, Any]],
+    *,
+    oversize: Oversize,
+) -> tuple[str | None, Overhead | None]:
+    """`instructions` fitted to the budget (`fit_overhead`, the tool `schemas` counted
+    with them), and the `Overhead` standing for both (None when there is neither).
+
+    >>> from kompakt import Budgeted
+    >>> text, head = overhead_of(Budgeted(1_000), "You debug.", [{"name": "ls"}],
+    ...                          oversize="raise")
+    >>> text, head.text.splitlines()
+    ('You debug.', ['You debug.', '', '[{"name": "ls"}]'])
+    """
+    tools = dumps(list(schemas)) if schemas else ""
+    reserved = count_text(compactor, tools)
+    fitted = fit_overhead(
+        instructions or "", compactor, oversize=oversize, what="instructions", reserved=reserved
+    )
+    text = "\n\n".join(t for t in (fitted, tools) if t)
+    return (fitted if instructions is not None else None), (Overhead(text) if text else None)
 
 
 def count_text(compactor: Any, text: str) -> int:
@@ -472,8 +554,11 @@ def count_text(compactor: Any, text: str) -> int:
 
 
 class Conversations:
-    """One `Mirror` per conversation (a thread id, a session...), the `limit` most
-    recently used kept; every mirror appends its events to one shared list.
+    """One `Mirror` per conversation, the `limit` most recently used kept; every mirror
+    appends its events to one shared list. A conversation is found by the framework's name
+    for it (`get`: a thread id, a session) or, where it names none, by the messages it
+    starts with (`find`); two conversations never share an index, so neither recompacts
+    the other.
 
     >>> from kompakt import Budgeted
     >>> pool = Conversations(lambda events: Mirror(Budgeted(900), lambda m, p: [m], list,
@@ -495,11 +580,31 @@ class Conversations:
         with self._lock:
             mirror = self._mirrors.pop(key, None)
             if mirror is None:
-                mirror = self._make(self.events)
-                while len(self._mirrors) >= self._limit:
-                    self._mirrors.popitem(last=False)
+                mirror = self._new()
             self._mirrors[key] = mirror
             return mirror
+
+    def find(self, source: Sequence[Any]) -> tuple[Mirror, bool]:
+        """The mirror whose messages so far are the longest prefix of `source` (among
+        those `find` made), or a new one; and whether it is new."""
+        with self._lock:
+            best: tuple[Hashable, Mirror] | None = None
+            for key, mirror in self._mirrors.items():
+                if isinstance(key, _Unnamed):
+                    n = mirror.prefix_of(source)
+                    if n > 0 and (best is None or n > len(best[1].source)):
+                        best = key, mirror
+            if best is not None:
+                self._mirrors.move_to_end(best[0])
+                return best[1], False
+            mirror = self._new()
+            self._mirrors[_Unnamed(id(mirror))] = mirror
+            return mirror, True
+
+    def _new(self) -> Mirror:
+        while len(self._mirrors) >= self._limit:
+            self._mirrors.popitem(last=False)
+        return self._make(self.events)
 
     def move(self, old: Hashable, new: Hashable) -> None:
         """Conversation `old` is known as `new` from now on."""
@@ -521,3 +626,10 @@ class Conversations:
 
     def __getitem__(self, key: Hashable) -> Mirror:
         return self._mirrors[key]
+
+
+@dataclass(frozen=True)
+class _Unnamed:
+    """The key of a conversation `Conversations.find` recognised by its messages."""
+
+    id: int

@@ -39,6 +39,7 @@ from kompakt.integrations._bridge import (
     dumps,
     fit_overhead,
     loads_or_text,
+    oversize_option,
     require,
     strip_overhead,
 )
@@ -322,9 +323,8 @@ class _Core:
     def __init__(self, compactor: Any, mode: Mode, name: str, oversize: Oversize) -> None:
         if mode not in ("view", "permanent"):
             raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-        if oversize not in ("clamp", "raise"):
-            raise ValueError(f"oversize must be 'clamp' or 'raise', got {oversize!r}")
         self.compactor = as_compactor(compactor)
+        oversize = oversize_option(oversize)
         self.mode, self.name, self.oversize = mode, name, oversize
         self.conversations = Conversations(self._make)
         self._tools: dict[tuple[int, ...], Overhead] = {}

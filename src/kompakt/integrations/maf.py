@@ -9,30 +9,63 @@ Install with ``pip install "kompakt[maf]"``.
   it wherever MAF takes one, ``Agent(compaction_strategy=...)``, a chat client's
   ``compaction_strategy=``, or ``CompactionProvider(before_strategy=..., after_strategy=...)``.
   It marks removed originals excluded (MAF keeps them, as kompakt does) and inserts
-  kompakt's synthetic messages (collapsed notes, summaries) in their place.
+  kompakt's synthetic messages (collapsed notes, summaries) in their place. Given the
+  agent's instructions and tools, it counts them in every budget.
+* `KompaktStrategy.provider()` binds it to each run's `AgentSession`: one index per
+  session, the view kept in ``session.state``, so a second run or a restored session
+  resumes what the last call would have sent next.
+* `MAFChatModel` makes any MAF chat client kompakt's summarizer.
 
 Unlike MAF's own strategies, it does not re-group and re-count the whole list on each
 call: only messages it has not seen are indexed.
 
 ```python
-from agent_framework import Agent
+from agent_framework import Agent, InMemoryHistoryProvider
 from kompakt import Budgeted, Compactor, TokensExceed
 from kompakt.integrations.maf import KompaktStrategy
 
 compactor = Compactor(trigger=TokensExceed(8_000), strategy=Budgeted(6_000))
-agent = Agent(client=client, compaction_strategy=KompaktStrategy(compactor))
+strategy = KompaktStrategy(compactor, instructions="You debug.", tools=[read_file])
+agent = Agent(client=client, instructions="You debug.", tools=[read_file],
+              compaction_strategy=strategy,
+              context_providers=[InMemoryHistoryProvider(), strategy.provider()])
 ```
 """
 
 from __future__ import annotations
 
+import json
+import uuid
+import weakref
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
-from kompakt.integrations._bridge import Mirror, as_text, dumps, loads_or_text, require
+from kompakt.integrations._bridge import (
+    Conversations,
+    Mirror,
+    Overhead,
+    Oversize,
+    as_compactor,
+    as_text,
+    dumps,
+    loads_or_text,
+    overhead_of,
+    oversize_option,
+    require,
+    strip_overhead,
+)
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
-__all__ = ["KompaktStrategy", "from_maf", "to_maf"]
+__all__ = ["KompaktStrategy", "MAFChatModel", "from_maf", "to_maf", "tool_schemas"]
 
 _KEY = "maf"
 _WHAT = "kompakt.integrations.maf"
@@ -231,92 +264,438 @@ def _contents(m: Message, src: dict[str, Any]) -> list[dict[str, Any]]:
 
 # -- wiring ---------------------------------------------------------------------------
 
+_GROUP = "_group"
+_SUMMARY_OF = "_summary_of_message_ids"
+_SUMMARY_GROUPS = "_summary_of_group_ids"
+_SUMMARIZED_BY = "_summarized_by_summary_id"
+"""MAF's own summary links (agent_framework's SUMMARY_OF_MESSAGE_IDS_KEY ...): a note carrying
+them is one of MAF's summary messages, which MAF persists with the messages it stands for."""
+
+
+def _props(message: Any) -> dict[str, Any]:
+    props: dict[str, Any] = message.additional_properties
+    return props
+
+
+def _is_note(message: Any) -> bool:
+    return _SYNTHETIC in _props(message)
+
 
 def _excluded(message: Any) -> bool:
-    return bool(message.additional_properties.get(_EXCLUDED))
+    return bool(_props(message).get(_EXCLUDED))
+
+
+def _mine(message: Any) -> bool:
+    """Excluded by kompakt (not by another strategy)."""
+    return _props(message).get(_REASON) == _REASON_VALUE
+
+
+def _summarized_by(message: Any) -> str | None:
+    group = _props(message).get(_GROUP)
+    value = group.get(_SUMMARIZED_BY) if isinstance(group, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _set_summarized_by(message: Any, note_id: str | None) -> None:
+    group = _props(message).get(_GROUP)
+    if note_id is None:
+        if isinstance(group, dict):
+            group.pop(_SUMMARIZED_BY, None)
+        return
+    if not isinstance(group, dict):
+        group = {}
+        _props(message)[_GROUP] = group
+    group[_SUMMARIZED_BY] = note_id
+
+
+def _set_excluded(message: Any, excluded: bool) -> bool:
+    props = _props(message)
+    if excluded == _excluded(message) and (not excluded or _mine(message)):
+        return False
+    if excluded:
+        props[_EXCLUDED] = True
+        props[_REASON] = _REASON_VALUE
+    else:
+        props.pop(_EXCLUDED, None)
+        props.pop(_REASON, None)
+    return True
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same MAF message seen again: a copy made for one run, or one restored from a dict.
+
+    Ids MAF made up (``msg_<position>``) differ between a run's copy and the stored message,
+    so only ids a provider gave are compared.
+    """
+    if a.role != b.role or a.text != b.text:
+        return False
+    ids = (a.message_id or "", b.message_id or "")
+    if ids[0] != ids[1] and not any(i == "" or i.startswith("msg_") for i in ids):
+        return False
+    return [getattr(c, "call_id", None) for c in a.contents] == [
+        getattr(c, "call_id", None) for c in b.contents
+    ]
+
+
+def _render(messages: Sequence[Message]) -> list[Any]:
+    """`to_maf`, with an original part sent apart from its message (one result of several,
+    beside a clamped sibling) made a note of its own: a MAF message never appears twice."""
+    return to_maf(
+        [
+            m
+            if m.synthetic is not None
+            else m.evolve(synthetic="kept", covers=(m.id,), id=f"{m.id}~kept")
+            for m in messages
+        ]
+    )
+
+
+def _maf_id(kompakt_id: str) -> str:
+    """The MAF message id behind a kompakt id (one of several results is ``id#k``)."""
+    return kompakt_id.split("#", 1)[0]
+
+
+def tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The JSON schemas MAF sends for `tools` (functions, `FunctionTool`s, dicts)."""
+    if not tools:
+        return []
+    af = _af()
+    out: list[dict[str, Any]] = []
+    for t in tools:
+        if isinstance(t, dict):
+            out.append(t)
+            continue
+        if not isinstance(t, af.FunctionTool) and callable(t):
+            t = af.tool(t)
+        spec = getattr(t, "to_json_schema_spec", None)
+        out.append(spec() if callable(spec) else {"name": str(getattr(t, "name", t))})
+    return out
+
+
+class _Notes:
+    """One conversation's notes as MAF messages, one object per note for its whole life
+    (MAF persists the object it was handed; a note is never handed over twice)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, Any] = {}
 
 
 class KompaktStrategy:
     """kompakt as a MAF `CompactionStrategy`: ``await strategy(messages) -> changed``.
 
     The list is edited in place as MAF expects: originals kompakt removes are marked
-    excluded (``_excluded``, reason ``"kompakt"``), synthetic messages are inserted where
-    the groups they stand for were, and this strategy's earlier insertions are replaced.
-    Messages another strategy (or an earlier phase) excluded are left alone, and notes
-    it inserted are kept as ordinary messages.
+    excluded (``_excluded``, reason ``"kompakt"``), and its notes (collapsed results,
+    summaries) are inserted where the groups they stand for were, as MAF summary messages
+    (``_summary_of_message_ids``, with ``_summarized_by_summary_id`` on what they cover).
+    MAF therefore stores them with the run's messages, and the next run, or a session
+    restored with ``AgentSession.from_dict``, resumes the same view: the list is the state.
+    Messages another strategy excluded are left alone; MAF's own summaries are kept as
+    ordinary messages.
+
+    One instance serves any number of sessions at once: each conversation, recognised by
+    the messages it starts with, has its own index.
+
+    Args:
+        compactor: a `Compactor`, or a bare strategy such as ``Budgeted(6_000)``.
+        instructions: the agent's instructions; with `tools`, counted in every budget
+            (MAF sends them outside the message list). With `provider()` they are read
+            from the agent before each run; give them here for a strategy without it.
+        tools: the agent's tools (functions or MAF tools), whose schemas are counted.
+        oversize: instructions and schemas taking more than half the budget raise
+            `BudgetImpossible` here, before any model call (``"raise"``), or are counted
+            cut to fit (``"clamp"``, with a warning; MAF still sends them whole).
 
     ```python
-    agent = Agent(client=client, compaction_strategy=KompaktStrategy(compactor))
+    strategy = KompaktStrategy(compactor, instructions="You debug.", tools=[read_file])
+    agent = Agent(client=client, instructions="You debug.", tools=[read_file],
+                  compaction_strategy=strategy)
     ```
     """
 
-    def __init__(self, compactor: Any) -> None:
-        self.mirror = Mirror(compactor, message_from_maf, to_maf)
-        # identity, not a flag: a note another instance (or phase) inserted is an original here
-        self._inserted: dict[int, Any] = {}
-        self._excluded: dict[int, Any] = {}
+    def __init__(
+        self,
+        compactor: Any,
+        *,
+        instructions: str | None = None,
+        tools: Sequence[Any] = (),
+        oversize: Oversize = "raise",
+    ) -> None:
+        self.compactor = as_compactor(compactor)
+        self.oversize: Oversize = oversize_option(oversize)
+        _, self.overhead = overhead_of(
+            self.compactor, instructions, tool_schemas(tools), oversize=oversize
+        )
+        self._given = self.overhead is not None
+        self.conversations = Conversations(self._mirror, limit=_KEPT)
+        self._notes: weakref.WeakKeyDictionary[Mirror, _Notes] = weakref.WeakKeyDictionary()
+
+    def _mirror(self, events: list[Any]) -> Mirror:
+        return Mirror(
+            self.compactor, message_from_maf, _render, same=_same, events=events,
+            lenient=self.oversize == "clamp",
+        )  # fmt: skip
 
     @property
     def events(self) -> list[Any]:
-        """Every compaction event so far."""
-        return self.mirror.events
+        """Every compaction event so far, of every conversation."""
+        return self.conversations.events
+
+    def provider(self, source_id: str = "kompakt") -> Any:
+        """A MAF context provider that ties this strategy to each run's `AgentSession`.
+
+        With it, each session has its own index, and the view (notes included) is kept in
+        ``session.state[source_id]``, so ``AgentSession.to_dict()`` / ``from_dict()`` and
+        a new process resume exactly what the last run would have sent next.
+        """
+        return _provider_class()(self, source_id)
+
+    def _bound(self) -> tuple[Any, str, Overhead | None] | None:
+        """(session, state key, overhead) when the provider bound this run to a session."""
+        bound = _SESSION.get()
+        if bound is None or bound[0] is not self:
+            return None
+        return bound[1], bound[2], (self.overhead if self._given else bound[3])
+
+    def _find(self, full: list[Any], bound: Any) -> tuple[Mirror, bool, Any]:
+        if bound is None:
+            mirror, new = self.conversations.find(full)
+            return mirror, new, None
+        session, key, _ = bound
+        name = ("session", session.session_id)
+        if name in self.conversations and self.conversations[name].prefix_of(full) >= 0:
+            return self.conversations.get(name), False, (session, key)
+        self.conversations.drop(name)  # a session seen again resumes from its state
+        return self.conversations.get(name), True, (session, key)
 
     async def __call__(self, messages: list[Any]) -> bool:
-        async with self.mirror.alock:
-            inserted, mine = self._inserted, self._excluded
-            source = [
-                m
-                for m in messages
-                if id(m) not in inserted
-                and (id(m) in mine or not m.additional_properties.get(_EXCLUDED))
-            ]
-            self.mirror.sync(source)
-            await self.mirror.acompact()
-            rendered = self.mirror.render()
-            if self.mirror.last_render_reused:
-                return False  # only new originals, sent as they are: nothing to mark
-            return self._write_back(messages, source, rendered)
+        source = [m for m in messages if not _is_note(m) and (not _excluded(m) or _mine(m))]
+        binding = self._bound()
+        overhead = binding[2] if binding else self.overhead
+        full = [*([overhead] if overhead is not None else []), *source]
+        while True:
+            mirror, new, bound = self._find(full, binding)
+            async with mirror.alock:
+                if not new and mirror.prefix_of(full) < 0:
+                    continue  # another conversation took it over meanwhile: look again
+                mirror.sync(full)
+                if new:
+                    _resume(mirror, messages, bound)
+                before = len(mirror.events)
+                await mirror.acompact()
+                if bound is not None and (new or len(mirror.events) > before):
+                    _save(mirror, *bound)
+                rendered = strip_overhead(mirror.render())
+                if mirror.last_render_reused and not new:
+                    return False  # only new originals, sent as they are: nothing to mark
+                notes = self._notes.setdefault(mirror, _Notes())
+                return _write_back(messages, source, rendered, notes, link=bound is None)
 
-    def _write_back(self, messages: list[Any], source: list[Any], rendered: list[Any]) -> bool:
-        sent = {id(m) for m in rendered}
-        changed = False
-        for m in source:
-            excluded = id(m) not in sent
-            props = m.additional_properties
-            if excluded:
-                self._excluded[id(m)] = m
-            else:
-                self._excluded.pop(id(m), None)
-            if excluded != _excluded(m):
-                props[_EXCLUDED] = excluded
-                if excluded:
-                    props[_REASON] = _REASON_VALUE
-                else:
-                    props.pop(_REASON, None)
-                changed = True
-        # rebuild: each original in place, kompakt's messages before the next one sent
-        old = [m for m in messages if id(m) in self._inserted]
-        out: list[Any] = []
-        queue = iter(rendered)
-        for m in messages:
-            if id(m) in self._inserted:
+
+_SESSION: ContextVar[tuple[Any, Any, str, Overhead | None] | None] = ContextVar(
+    "kompakt_maf_session", default=None
+)
+"""(strategy, session, state key, overhead) of the run in progress, set by its provider."""
+
+
+def _agent_overhead(strategy: KompaktStrategy, agent: Any, context: Any) -> Overhead | None:
+    """The instructions and tool schemas this run sends (the agent's and its providers'),
+    checked against the budget before the first model call."""
+    if strategy._given:
+        return strategy.overhead
+    options = getattr(agent, "default_options", None) or {}
+    parts = [options.get("instructions"), *getattr(context, "instructions", ())]
+    instructions = "\n".join(p for p in parts if isinstance(p, str) and p)
+    tools = [*(options.get("tools") or ()), *getattr(context, "tools", ())]
+    _, overhead = overhead_of(
+        strategy.compactor, instructions or None, tool_schemas(tools), oversize=strategy.oversize
+    )
+    return overhead
+
+
+_PROVIDER: list[Any] = []
+_KEPT = 256
+"""Conversations whose index a strategy keeps in memory (an older session resumes from its
+state, an older list from its marks)."""
+
+
+def _provider_class() -> Any:
+    if _PROVIDER:
+        return _PROVIDER[0]
+    af = _af()
+
+    class KompaktProvider(af.ContextProvider):  # type: ignore[misc, name-defined]
+        """Binds a `KompaktStrategy` to the run's session (see `KompaktStrategy.provider`)."""
+
+        def __init__(self, strategy: KompaktStrategy, source_id: str) -> None:
+            super().__init__(source_id)
+            self.strategy = strategy
+
+        async def before_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
+            if session is not None:
+                extra = _agent_overhead(self.strategy, agent, context)
+                _SESSION.set((self.strategy, session, self.source_id, extra))
+            _name(context.input_messages)
+            for loaded in context.context_messages.values():
+                _name(loaded)
+
+        async def after_run(self, *, agent: Any, session: Any, context: Any, state: Any) -> None:
+            response = getattr(context, "response", None)
+            if response is not None:
+                _name(response.messages)
+            _SESSION.set(None)
+
+    _PROVIDER.append(KompaktProvider)
+    return KompaktProvider
+
+
+def _name(messages: Sequence[Any]) -> None:
+    """Give messages without an id a lasting one before MAF stores them (the ids MAF makes
+    up in a run are positions in that run's list, and a view names messages by id)."""
+    for m in messages:
+        if not m.message_id:
+            m.message_id = "kompakt_" + uuid.uuid4().hex[:16]
+
+
+def _save(mirror: Mirror, session: Any, key: str) -> None:
+    from kompakt.store.base import CompactionRecord
+
+    record = CompactionRecord.from_view(mirror.view)
+    # a JSON string: MAF turns dicts with a "type" key back into its own objects on load
+    session.state[key] = {"view": dumps(record.to_dict())}
+
+
+def _resume(mirror: Mirror, messages: Sequence[Any], bound: tuple[Any, str] | None) -> None:
+    """Put the last view back on a fresh index: the session's record, else the list's marks."""
+    saved = bound[0].state.get(bound[1]) if bound is not None else None
+    if isinstance(saved, dict) and isinstance(saved.get("view"), str):
+        from kompakt.store.base import CompactionRecord, apply_record
+
+        apply_record(mirror.view, CompactionRecord.from_dict(json.loads(saved["view"])))
+        return
+    _restore(mirror, messages)
+
+
+def _restore(mirror: Mirror, messages: Sequence[Any]) -> None:
+    """Put the view the list records (kompakt's notes and exclusions) on a fresh index."""
+    from kompakt.store.base import CompactionRecord, apply_record
+
+    if not any(_is_note(m) or (_excluded(m) and _mine(m)) for m in messages):
+        return  # nothing kompakt did yet
+    index = mirror.index
+    notes: dict[str, Message] = {}
+    for m in messages:
+        mark = _props(m).get(_SYNTHETIC)
+        if mark and not _excluded(m) and mark.get("kind") != "omitted":
+            (msg,) = message_from_maf(m)[:1]
+            notes[str(mark["id"])] = msg.evolve(
+                synthetic=mark["kind"], covers=tuple(mark.get("covers", ())), id=str(mark["id"])
+            )
+    touched: set[int] = set()
+    for note in notes.values():
+        for i in note.covers:
+            pos = index.position(i)
+            if pos is not None:
+                touched.add(index.group_of(pos).index)
+    placed: list[Message] = []
+    dropped: list[str] = []
+    for m in messages:
+        mark = _props(m).get(_SYNTHETIC)
+        if mark:
+            if str(mark.get("id")) in notes:
+                placed.append(notes[str(mark["id"])])
+            continue
+        for km in message_from_maf(m):
+            pos = index.position(km.id)
+            if pos is None:
                 continue
-            if id(m) in sent:
-                for r in queue:
-                    out.append(r)
-                    if r is m:
-                        break
-            else:
-                out.append(m)
-        out.extend(queue)
-        sources = {id(m) for m in source}
-        self._inserted = {id(r): r for r in rendered if id(r) not in sources}
-        new = list(self._inserted.values())
-        if [_key(m) for m in new] != [_key(m) for m in old]:
-            changed = True
-        messages[:] = out
-        return changed
+            if _excluded(m) and _mine(m):
+                if _summarized_by(m) is None:
+                    dropped.append(km.id)
+            elif index.group_of(pos).index in touched:
+                placed.append(index.messages[pos])  # kept inside a partly replaced group
+    if placed or dropped:
+        apply_record(mirror.view, CompactionRecord(synthetic=tuple(placed), dropped=tuple(dropped)))
 
 
-def _key(m: Any) -> Any:
-    return (m.message_id, m.text)
+def _write_back(
+    messages: list[Any], source: list[Any], rendered: list[Any], notes: _Notes, *, link: bool
+) -> bool:
+    """Mark, insert and reorder in place. With `link`, notes are MAF summary messages (MAF
+    stores them with the run's messages); without, the session's record keeps them."""
+    originals = {id(m) for m in source}
+    out_rendered: list[Any] = []
+    covers: dict[str, str] = {}
+    for r in rendered:
+        if id(r) in originals:
+            out_rendered.append(r)
+            continue
+        mark = _props(r).get(_SYNTHETIC) or {}
+        key = str(mark.get("id") or r.message_id)
+        kept = notes.by_id.get(key)
+        if kept is None or kept.text != r.text:
+            kept = r
+            if link:
+                ids = [_maf_id(i) for i in mark.get("covers", ())]
+                group = {_SUMMARY_OF: list(dict.fromkeys(ids)), _SUMMARY_GROUPS: []}
+                _props(r)[_GROUP] = group
+            notes.by_id[key] = r
+        if link:
+            for i in mark.get("covers", ()):
+                covers[_maf_id(i)] = kept.message_id
+        _set_excluded(kept, False)
+        out_rendered.append(kept)
+    sent = {id(r) for r in out_rendered}
+    changed = False
+    for m in source:
+        excluded = id(m) not in sent
+        changed = _set_excluded(m, excluded) or changed
+        _set_summarized_by(m, covers.get(m.message_id) if excluded else None)
+    # each original in place; kompakt's notes sent before the next original sent;
+    # notes no longer sent stay where they were, excluded (MAF may have stored them)
+    out: list[Any] = []
+    queue = iter(out_rendered)
+    for m in messages:
+        if id(m) in sent and id(m) not in originals:
+            continue  # a note still sent: placed from the queue
+        if id(m) in sent:
+            for r in queue:
+                out.append(r)
+                if r is m:
+                    break
+            continue
+        if _is_note(m):
+            changed = _set_excluded(m, True) or changed
+        out.append(m)
+    out.extend(queue)
+    if [id(m) for m in out] != [id(m) for m in messages]:
+        changed = True
+    messages[:] = out
+    return changed
+
+
+# -- the agent's own client as kompakt's summarizer -----------------------------------------
+
+
+class MAFChatModel(BaseChatModel):
+    """A MAF chat client as a kompakt `ChatModel`, so summaries use the agent's own client.
+
+    ```python
+    compactor = Compactor(strategy=Budgeted(60_000), summarizer=MAFChatModel(client))
+    ```
+    """
+
+    def __init__(self, client: Any, *, name: str | None = None, **options: Any) -> None:
+        super().__init__(name=name or f"maf:{type(client).__name__}", **options)
+        self.client = client
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        options: dict[str, Any] = {}
+        if request.max_tokens is not None:
+            options["max_tokens"] = request.max_tokens
+        response = await self.client.get_response(to_maf(request.messages), options=options)
+        text = str(response.text or "")
+        usage = response.usage_details or {}
+        given = usage.get("input_token_count") if isinstance(usage, dict) else None
+        if isinstance(given, int) and given:
+            return assistant_response(text, Usage(given, int(usage.get("output_token_count") or 0)))
+        return assistant_response(text, estimate_usage(request.messages, text))

@@ -10,9 +10,12 @@ Install with ``pip install "kompakt[openai-agents]"``.
   (`MemoryStore` by default, `SQLiteStore` to persist): `add_items` appends originals,
   `get_items` returns the compacted history, and every original stays in the store
   (searchable, recallable). Compactions are recorded in the store.
-* `model_input_filter` compacts within one long run: pass it as
-  ``RunConfig(call_model_input_filter=...)`` and every model call of the run is sent a
-  compacted input (the run's items and the session keep every original).
+* `KompaktSession.run_config()` is a ``RunConfig`` that also compacts before every model
+  call of a run (instructions and tool schemas counted), keeping the view in the store:
+  the next run, or a new process, sends what the last call would have sent next.
+* `model_input_filter` is that filter for any session (or none): pass it as
+  ``RunConfig(call_model_input_filter=...)``; one filter serves many conversations.
+* `AgentsChatModel` makes an SDK `Model` kompakt's summarizer.
 
 ```python
 from agents import Agent, Runner
@@ -21,7 +24,8 @@ from kompakt.integrations.openai_agents import KompaktSession
 
 compactor = Compactor(trigger=TokensExceed(8_000), strategy=Budgeted(6_000))
 session = KompaktSession("user-42", store=SQLiteStore("agent.db"), compactor=compactor)
-result = await Runner.run(agent, "fix the failing test", session=session)
+result = await Runner.run(agent, "fix the failing test", session=session,
+                          run_config=session.run_config())
 ```
 """
 
@@ -32,10 +36,32 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kompakt.integrations._bridge import Mirror
+from kompakt.integrations._bridge import (
+    Conversations,
+    Mirror,
+    Oversize,
+    as_compactor,
+    overhead_of,
+    oversize_option,
+    strip_overhead,
+)
 from kompakt.messages import Message, Part, PartKind, ToolCall
+from kompakt.models.base import (
+    BaseChatModel,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+    assistant_response,
+    estimate_usage,
+)
 
-__all__ = ["KompaktSession", "from_openai_agents", "model_input_filter", "to_openai_agents"]
+__all__ = [
+    "AgentsChatModel",
+    "KompaktSession",
+    "from_openai_agents",
+    "model_input_filter",
+    "to_openai_agents",
+]
 
 _KEY = "openai_agents"
 _TEXT_BLOCKS = ("input_text", "output_text")
@@ -295,6 +321,7 @@ class KompaktSession:
         self._lock = asyncio.Lock()
         self._loaded: list[Message] = []
         self._mirror = self._new_mirror()
+        self._filter: Any = None
 
     def _new_mirror(self) -> Mirror | None:
         if self.compactor is None:
@@ -303,8 +330,33 @@ class KompaktSession:
 
     @property
     def events(self) -> list[Any]:
-        """Every compaction this session object ran."""
+        """Every compaction this session object ran (its run filter's included)."""
+        if self._filter is not None:
+            events: list[Any] = self._filter.events
+            return events
         return self._mirror.events if self._mirror is not None else []
+
+    def run_config(self, *, oversize: Oversize = "clamp", **options: Any) -> Any:
+        """A ``RunConfig`` whose model input filter compacts during a run too.
+
+        From then on the session hands the runner its originals and the filter compacts
+        before every model call (instructions and tool schemas counted), so one long
+        tool run stays in budget, and the view lives in the session's store: the next run,
+        or a new process on the same store, sends what the last call would have sent
+        next. `options` go to ``RunConfig`` as they are; see `model_input_filter` for
+        `oversize`.
+
+        ```python
+        await Runner.run(agent, "fix it", session=session, run_config=session.run_config())
+        ```
+        """
+        from agents import RunConfig
+
+        if self.compactor is None:
+            return RunConfig(**options)
+        if self._filter is None:
+            self._filter = _filter(self.compactor, oversize, self)
+        return RunConfig(call_model_input_filter=self._filter, **options)
 
     # -- hidden originals (pop_item, clear_session) ---------------------------------
 
@@ -331,8 +383,8 @@ class KompaktSession:
         """The compacted history as input items (the newest `limit`, never an orphan output)."""
         async with self._lock:
             visible = self._visible()
-            if self._mirror is None:
-                messages = visible
+            if self._mirror is None or self._filter is not None:
+                messages = visible  # the run's filter compacts (see `run_config`)
             else:
                 before = len(self._mirror.events)
                 new = self._mirror.sync(visible)
@@ -346,6 +398,7 @@ class KompaktSession:
         return _tail(items, limit)
 
     def _restore(self, mirror: Mirror) -> None:
+        """Put the store's last recorded view on `mirror`'s fresh index."""
         from kompakt.store.base import apply_record
 
         records = self.store.compactions(self.session_id)
@@ -386,26 +439,99 @@ class KompaktSession:
             self._save_state({"start": self.store.count(self.session_id), "hidden": []})
 
 
-def model_input_filter(compactor: Any) -> Callable[[Any], Awaitable[Any]]:
+def model_input_filter(
+    compactor: Any, *, oversize: Oversize = "clamp"
+) -> Callable[[Any], Awaitable[Any]]:
     """A ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
+
+    The agent's instructions and tool schemas are counted in the budget (the SDK sends
+    them beside the input); when they take more than half the budget the instructions
+    are cut to fit with a warning (``oversize="clamp"``), or `BudgetImpossible` is raised
+    before the first model call (``"raise"``). One filter serves any number of conversations at
+    once: each, recognised by the items it starts with, has its own index. A conversation
+    met for the first time (a restart on the SDK's `SQLiteSession`, another process) is
+    indexed the way its model calls saw it, so its next call continues the last one.
 
     ```python
     config = RunConfig(call_model_input_filter=model_input_filter(compactor))
     await Runner.run(agent, "fix the failing test", run_config=config)
     ```
     """
-    mirror = Mirror(compactor, lambda m, pos: [m], list, same=_same_message)
+    return _filter(compactor, oversize, None)
+
+
+def _filter(compactor: Any, oversize: Oversize, session: Any) -> Callable[[Any], Awaitable[Any]]:
+    """`model_input_filter`; bound to a `KompaktSession`, a conversation starts from the
+    view the session's store recorded last and records every compaction there."""
+    template = as_compactor(compactor)
+    oversize = oversize_option(oversize)
+    conversations = Conversations(
+        lambda events: Mirror(
+            template, lambda m, pos: [m], list, same=_same, events=events,
+            lenient=oversize == "clamp",
+        ),
+        limit=256,
+    )  # fmt: skip
 
     async def kompakt_input(data: Any) -> Any:
         model_data = data.model_data
-        out = await mirror.aprocess(from_openai_agents([_plain(i) for i in model_data.input]))
-        return replace(model_data, input=to_openai_agents(out))
+        instructions, overhead = overhead_of(
+            template, model_data.instructions, _tool_schemas(data.agent), oversize=oversize
+        )
+        extra = [overhead] if overhead is not None else []
+        msgs = [*extra, *from_openai_agents([_plain(i) for i in model_data.input])]
+        while True:
+            mirror, new = conversations.find(msgs)
+            async with mirror.alock:
+                if not new and mirror.prefix_of(msgs) < 0:
+                    continue
+                if new and session is None:
+                    await _replay(mirror, msgs, len(extra))
+                mirror.sync(msgs)
+                if new and session is not None:
+                    session._restore(mirror)
+                before = len(mirror.events)
+                await mirror.acompact()
+                if session is not None and len(mirror.events) > before:
+                    session._record(mirror)
+                out = strip_overhead(mirror.render())
+                break
+        return replace(
+            model_data,
+            input=to_openai_agents(out),
+            instructions=instructions if instructions is not None else model_data.instructions,
+        )
 
-    kompakt_input.mirror = mirror  # type: ignore[attr-defined]
+    kompakt_input.conversations = conversations  # type: ignore[attr-defined]
+    kompakt_input.events = conversations.events  # type: ignore[attr-defined]
     return kompakt_input
 
 
-def _same_message(a: Message, b: Message) -> bool:
+async def _replay(mirror: Mirror, msgs: list[Any], start: int) -> None:
+    """Index a conversation seen for the first time (a restart, another process) the way
+    its model calls saw it: each call's input ended where the model's answer begins, so
+    compacting at each of those points rebuilds the view the last call sent (free for
+    model-free strategies; a summarizing one is asked again: `KompaktSession` keeps
+    its summaries instead)."""
+    for end in range(start + 1, len(msgs)):
+        if msgs[end].role == "assistant" and msgs[end - 1].role != "assistant":
+            mirror.sync(msgs[:end])
+            await mirror.acompact()
+
+
+def _tool_schemas(agent: Any) -> list[dict[str, Any]]:
+    """What the SDK sends for the agent's function tools: name, description, JSON schema."""
+    out: list[dict[str, Any]] = []
+    for t in getattr(agent, "tools", None) or ():
+        schema = getattr(t, "params_json_schema", None)
+        entry = {"name": getattr(t, "name", type(t).__name__)}
+        if schema is not None:
+            entry.update(description=getattr(t, "description", ""), parameters=schema)
+        out.append(entry)
+    return out
+
+
+def _same(a: Message, b: Message) -> bool:
     return a.id == b.id and a.digest == b.digest
 
 
@@ -427,3 +553,62 @@ def _tail(items: list[dict[str, Any]], limit: int | None) -> list[dict[str, Any]
     out = items[-limit:]
     called = {i.get("call_id") for i in out if i.get("type") == "function_call"}
     return [i for i in out if i.get("type") != "function_call_output" or i.get("call_id") in called]
+
+
+# -- the agent's own model as kompakt's summarizer ------------------------------------------
+
+
+class AgentsChatModel(BaseChatModel):
+    """An Agents SDK `Model` as a kompakt `ChatModel`, so summaries use the agent's model.
+
+    `model` is a `Model` object (``OpenAIResponsesModel``, ``agents.testing.ScriptedModel``
+    ...) or a model name the SDK's default provider resolves. System messages go as the
+    system instructions; the answer is the text of the model's output messages.
+
+    ```python
+    summarizer = AgentsChatModel(agent.model)
+    compactor = Compactor(strategy=Budgeted(60_000), summarizer=summarizer)
+    ```
+    """
+
+    def __init__(self, model: Any, *, name: str | None = None, **options: Any) -> None:
+        label = model if isinstance(model, str) else type(model).__name__
+        super().__init__(name=name or f"agents:{label}", **options)
+        self.model = model
+
+    def _resolve(self) -> Any:
+        if isinstance(self.model, str):
+            from agents.models.multi_provider import MultiProvider
+
+            self.model = MultiProvider().get_model(self.model)
+        return self.model
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        from agents import ModelSettings
+        from agents.models.interface import ModelTracing
+
+        system = "\n\n".join(m.text for m in request.messages if m.role == "system")
+        rest = [m for m in request.messages if m.role != "system"]
+        settings = ModelSettings(max_tokens=request.max_tokens)
+        response = await self._resolve().get_response(
+            system or None,
+            to_openai_agents(rest),
+            settings,
+            [],
+            None,
+            [],
+            ModelTracing.DISABLED,
+            previous_response_id=None,
+            conversation_id=None,
+            prompt=None,
+        )
+        text = "".join(
+            getattr(block, "text", "")
+            for item in response.output
+            if getattr(item, "type", None) == "message"
+            for block in getattr(item, "content", ())
+        )
+        usage = response.usage
+        if getattr(usage, "input_tokens", 0):
+            return assistant_response(text, Usage(usage.input_tokens, usage.output_tokens))
+        return assistant_response(text, estimate_usage(request.messages, text))

@@ -38,6 +38,7 @@ from kompakt.integrations._bridge import (
     dumps,
     fit_overhead,
     loads_or_text,
+    oversize_option,
     require,
     strip_overhead,
 )
@@ -397,9 +398,8 @@ class _Conversation:
     def __init__(self, compactor: Any, mode: Mode, oversize: Oversize, events: list[Any]) -> None:
         if mode not in ("view", "permanent"):
             raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-        if oversize not in ("clamp", "raise"):
-            raise ValueError(f"oversize must be 'clamp' or 'raise', got {oversize!r}")
         self.compactor = as_compactor(compactor)
+        oversize = oversize_option(oversize)
         self.mode, self.oversize = mode, oversize
         self.events = events
         self.mirror = self._new()
