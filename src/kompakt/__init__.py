@@ -38,11 +38,14 @@ _EXPORTS: dict[str, str] = {
     "Problem": "kompakt.errors",
     # formats and validation
     "load": "kompakt.formats",
+    "loads": "kompakt.formats",
     "dump": "kompakt.formats",
     "detect_format": "kompakt.formats",
     "Conversation": "kompakt.formats",
     "validate": "kompakt.validation",
     "find_problems": "kompakt.validation",
+    "repair": "kompakt.repair",
+    "Repair": "kompakt.repair",
     # tokens, index, view
     "Tokenizer": "kompakt.tokens",
     "CharEstimator": "kompakt.tokens",
@@ -190,6 +193,7 @@ __all__ = [
     "PostgresStore",
     "Problem",
     "RemoveToolCalls",
+    "Repair",
     "Role",
     "RunResult",
     "RuntimeFailure",
@@ -224,7 +228,9 @@ __all__ = [
     "dump",
     "find_problems",
     "load",
+    "loads",
     "model_from_string",
+    "repair",
     "strategy_from_name",
     "to_dicts",
     "tool",
@@ -285,6 +291,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         detect_format,
         dump,
         load,
+        loads,
         to_dicts,
     )
     from kompakt.index import (
@@ -308,6 +315,10 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         ToolSpec,
         Usage,
         model_from_string,
+    )
+    from kompakt.repair import (
+        Repair,
+        repair,
     )
     from kompakt.store import (
         CompactionRecord,

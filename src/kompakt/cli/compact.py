@@ -20,6 +20,7 @@ from kompakt.cli.common import (
     warn,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import (
     BudgetOpt,
     ConfigOpt,
@@ -87,7 +88,8 @@ def compact_command(
             warn(over)
         err_console.print(
             f"compacted {len(conv)} → {len(done.messages)} messages, "
-            f"{before:,} → {done.tokens:,} tokens" + ("" if output == "-" else f": {output}"),
+            f"{before:,} → {done.tokens:,} tokens"
+            + ("" if output == "-" else f": {printable(output, newlines=False)}"),
             highlight=False,
             markup=False,
         )

@@ -26,6 +26,7 @@ from kompakt.cli.common import (
     summarizer_names,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, InputError
 from kompakt.eval.compactors import DEFAULT_TARGET
 from kompakt.eval.fallbacks import fallback_warnings
@@ -120,7 +121,7 @@ def _event_line(e: ReplayEvent) -> Text:
         ("compaction", "cyan"),
         f" at message {e.position}: {e.tokens_before:,} → "
         f"{e.tokens_after:,} tokens ({', '.join(what) or 'no group changed'} groups{calls}, "
-        f"{e.seconds * 1000:.1f} ms): {e.what(2)}",
+        f"{e.seconds * 1000:.1f} ms): {printable(e.what(2), newlines=False)}",
     )
 
 
@@ -195,12 +196,13 @@ def sparkline(values: list[int], top: int, width: int = 60) -> str:
 
 def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     """The end-of-replay summary: context sizes, events, what is still visible."""
-    head = Table(title=Text(f"Replay of {result.source}"), show_header=False, title_justify="left")
+    title = Text(f"Replay of {printable(result.source, newlines=False)}")
+    head = Table(title=title, show_header=False, title_justify="left")
     head.add_column("", style="bold")
     head.add_column("")
     head.add_row(
         "strategy",
-        Text(f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}"),
+        Text(printable(f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}")),
     )
     head.add_row("messages / model calls", f"{result.messages} / {len(result.steps)}")
     head.add_row("peak context without", f"{result.peak_tokens_full:,} tokens")
@@ -228,7 +230,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
         )
         for e in shown:
-            ev.add_row(*(Text(c) for c in e.cells()))
+            ev.add_row(*(Text(printable(c)) for c in e.cells()))
         console.print(ev)
     art = Table(title="Still visible at the end", title_justify="left")
     for col in ("kind", "visible", "recoverable by recall", "lost (examples)"):
@@ -238,7 +240,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             a.kind,
             f"{a.visible}/{a.total}",
             str(a.recoverable),
-            Text("; ".join(x[:50] for x in a.lost[:2]) or "—"),
+            Text(printable("; ".join(x[:50] for x in a.lost[:2]), newlines=False) or "—"),
         )
     console.print(art)
 
