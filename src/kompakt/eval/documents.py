@@ -96,10 +96,12 @@ _USER_ERRNOS = frozenset(
 
 
 def _write_error(exc: OSError, path: Path) -> KompaktError:
-    reason = exc.strerror or type(exc).__name__
+    reason = (exc.strerror or type(exc).__name__).lower()
     if isinstance(exc, NotADirectoryError | FileExistsError):
         reason = "a parent of it is a file, not a folder"
-    message = f"cannot write {str(path)!r}: {reason.lower()}"
+    elif isinstance(exc, FileNotFoundError) and path.parent.is_dir():
+        reason = "its folder takes no new files (the output is written next to it, then renamed)"
+    message = f"cannot write {str(path)!r}: {reason}"
     if exc.errno in _USER_ERRNOS:
         return InputError(message)
     return RuntimeFailure(message)

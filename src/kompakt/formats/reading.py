@@ -50,7 +50,7 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> st
         )
     except OSError as exc:
         raise _os_error(exc, shown) from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise FormatError(f"expected a file, got a directory: {shown!r}")
@@ -58,10 +58,12 @@ def read_file(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> st
             raise FormatError(
                 f"not a regular file: {shown!r} (devices, FIFOs and sockets are never read)"
             )
-        try:
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = _read_limited(f, max_bytes, repr(shown))
-        except OSError as exc:
-            raise _os_error(exc, shown) from None
+    except OSError as exc:
+        raise _os_error(exc, shown) from None
+    finally:
+        os.close(fd)
     return decode(data, repr(shown))
 
 
