@@ -33,7 +33,7 @@ def other(tmp_path: Path) -> Path:
 def test_loads_never_reads_a_string_as_a_path(other: Path) -> None:
     assert load(other)[0].text == DOC[0]["content"]  # the file is there, and readable
     for text in (str(other), f"  {other}  ", json.dumps(str(other)), "/dev/zero"):
-        with pytest.raises(FormatError, match="neither JSON nor JSONL|holds no transcript"):
+        with pytest.raises(FormatError, match=r"neither JSON nor JSONL|holds no transcript"):
             loads(text)
         with pytest.raises(FormatError):
             loads(text.encode())
@@ -44,7 +44,7 @@ def test_loads_never_reads_a_string_as_a_path(other: Path) -> None:
 def test_a_json_string_in_a_file_is_not_followed(tmp_path: Path, other: Path) -> None:
     pointer = tmp_path / "pointer.json"
     pointer.write_text(json.dumps(str(other)))
-    with pytest.raises(FormatError, match="pointer.json' holds no transcript"):
+    with pytest.raises(FormatError, match=r"pointer.json' holds no transcript"):
         load(pointer)
 
 
@@ -72,7 +72,7 @@ def test_load_reads_regular_files_only(tmp_path: Path) -> None:
         load(tmp_path)
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)  # opening it must not wait for a writer
-    with pytest.raises(FormatError, match="not a regular file: .*fifo.json"):
+    with pytest.raises(FormatError, match=r"not a regular file: .*fifo.json"):
         load(fifo)
 
 
@@ -83,11 +83,11 @@ def test_load_has_a_size_limit_that_names_the_file(tmp_path: Path, other: Path) 
 
 
 def test_load_takes_only_paths_and_names_them_as_given(other: Path) -> None:
-    with pytest.raises(InputError, match="expected a path, got list .*kompakt.loads"):
+    with pytest.raises(InputError, match=r"expected a path, got list .*kompakt.loads"):
         load(DOC)  # type: ignore[arg-type]
-    with pytest.raises(FormatError, match="file not found: 'no/such.json'$"):
+    with pytest.raises(FormatError, match=r"file not found: 'no/such.json'$"):
         load("no/such.json")
-    with pytest.raises(FormatError, match="looks like JSON text: parse content with kompakt.loads"):
+    with pytest.raises(FormatError, match=r"looks like JSON text: parse content"):
         load(json.dumps(DOC))
     with pytest.raises(InputError, match="loads\\(\\) parses content, got a path"):
         loads(other)  # type: ignore[arg-type]
@@ -109,7 +109,7 @@ def test_deep_nesting_is_a_format_error(tmp_path: Path, depth: int) -> None:
         loads('{"role": "user", "content": "x", "x": ' + deep + "}\n" * 2, format="jsonl")
     path = tmp_path / "deep.json"
     path.write_text(doc)
-    with pytest.raises(FormatError, match="deep.json' is nested deeper"):
+    with pytest.raises(FormatError, match=r"deep.json' is nested deeper"):
         load(path)
 
 
@@ -124,7 +124,7 @@ def test_nesting_up_to_the_limit_loads() -> None:
 def test_read_file_decodes_and_names_bad_bytes(tmp_path: Path) -> None:
     path = tmp_path / "latin1.json"
     path.write_bytes(b'["caf\xe9"]')
-    with pytest.raises(FormatError, match="latin1.json' is not UTF-8 text"):
+    with pytest.raises(FormatError, match=r"latin1.json' is not UTF-8 text"):
         read_file(path)
     path.write_bytes(b'\xef\xbb\xbf[{"role": "user", "content": "hi"}]')
     assert load(path)[0].text == "hi"  # a byte-order mark is dropped

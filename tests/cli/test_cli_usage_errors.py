@@ -21,7 +21,7 @@ CHAT = json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "con
 
 def test_a_token_budget_must_be_a_whole_number() -> None:
     """Was: ``--budget 1.5`` silently meant 1 token."""
-    with pytest.raises(ConfigError, match="whole number, got '1.5'"):
+    with pytest.raises(ConfigError, match=r"whole number, got '1.5'"):
         parse_budgets("1.5")
     assert [b.tokens for b in parse_budgets("1, 8000, 1e3")] == [1, 8000, 1000]
     assert [b.fraction for b in parse_budgets("1.0, 0.5")] == [1.0, 0.5]
@@ -68,7 +68,7 @@ def test_an_unwritable_output_names_the_users_path(tmp_path: Path, command: str)
 
 def test_write_atomic_errors_are_kompakt_errors(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
-    with pytest.raises(InputError, match="cannot write .*file/out.json': a parent of it is a file"):
+    with pytest.raises(InputError, match=r"out.json': a parent of it is a file"):
         write_atomic(tmp_path / "file" / "out.json", "y")
     with pytest.raises(InputError, match="cannot write '/proc/version'"):
         write_atomic(Path("/proc/version"), "y")
