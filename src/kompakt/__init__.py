@@ -238,6 +238,11 @@ __all__ = [
 ]
 
 
+# Imported now, not on first use: the module `kompakt.repair` shares its function's name,
+# and importing the module later would bind `kompakt.repair` to the module.
+from kompakt.repair import Repair, repair  # noqa: E402
+
+
 def __getattr__(name: str) -> typing.Any:
     module = _EXPORTS.get(name)
     if module is None:
@@ -315,10 +320,6 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         ToolSpec,
         Usage,
         model_from_string,
-    )
-    from kompakt.repair import (
-        Repair,
-        repair,
     )
     from kompakt.store import (
         CompactionRecord,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "budget_error",
     "build_compactor",
+    "checked_input",
     "count_tokens",
     "emit",
     "err_console",
@@ -65,6 +66,37 @@ def read_conversation(source: str, fmt: str | None = None) -> Conversation:
             raise ConfigError("stdin is empty: pipe a transcript in, or give a file path")
         return loads(text, format=fmt)
     return load(source, format=fmt)
+
+
+def checked_input(conv: Conversation, *, repair: bool, strict: bool) -> Conversation:
+    """`conv`, with a warning when it breaks the tool-call rules providers enforce: fixed
+    (each repair a warning line) with `repair`; refused (exit 2) with `strict`."""
+    from kompakt.errors import InvalidConversation
+    from kompakt.repair import repair as fix
+    from kompakt.validation import find_problems
+
+    problems = find_problems(list(conv))
+    if not problems:
+        return conv
+    if repair:
+        fixed, repairs = fix(conv)
+        for r in repairs[:_SHOWN]:
+            warn(f"warning: repaired {r}")
+        if len(repairs) > _SHOWN:
+            warn(f"warning: ... and {len(repairs) - _SHOWN} more repairs")
+        return conv.with_messages(fixed)
+    if strict:
+        raise InvalidConversation(problems)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    warn(
+        f"warning: the input breaks provider rules, kept as they are: {problems[0]}{more}; "
+        "--repair fixes them, --strict refuses the input"
+    )
+    return conv
+
+
+_SHOWN = 10
+"""Repairs listed one per line; the rest are counted."""
 
 
 def resolve_budget(text: str | None, total_tokens: int) -> int | None:

@@ -14,6 +14,7 @@ from rich.text import Text
 from kompakt.cli.common import (
     budget_error,
     build_compactor,
+    checked_input,
     count_tokens,
     emit,
     err_console,
@@ -37,6 +38,7 @@ from kompakt.tokens import Tokenizer
 
 __all__ = [
     "JsonOpt",
+    "RepairOpt",
     "ReportOpt",
     "StrictOpt",
     "ToOpt",
@@ -100,7 +102,19 @@ FormatOpt = Annotated[
 ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
 StrictOpt = Annotated[
     bool,
-    typer.Option("--strict", help="Exit 1 if a fallback was taken (e.g. a summarizer failed)."),
+    typer.Option(
+        "--strict",
+        help="Exit 1 if a fallback was taken (e.g. a summarizer failed); compact and replay "
+        "also exit 2 on input a provider would reject (unless --repair fixes it).",
+    ),
+]
+RepairOpt = Annotated[
+    bool,
+    typer.Option(
+        "--repair",
+        help="Fix tool-call breaks in the input first (orphan or misplaced results, reused "
+        "call ids, unanswered calls), listing each repair (see kompakt.repair).",
+    ),
 ]
 VerboseOpt = Annotated[
     bool,
@@ -258,6 +272,7 @@ def replay_command(
     json_out: JsonOpt = False,
     strict: StrictOpt = False,
     verbose: VerboseOpt = False,
+    repair: RepairOpt = False,
 ) -> None:
     """Replay a recorded run turn by turn through a compactor.
 
@@ -271,7 +286,7 @@ def replay_command(
     """
     with handled():
         tok = load_tokenizer(tokenizer)
-        conv = read_conversation(file, fmt)
+        conv = checked_input(read_conversation(file, fmt), repair=repair, strict=strict)
         messages = list(conv)
         if not messages:
             raise InputError(f"{file!r} holds no messages: nothing to replay")
