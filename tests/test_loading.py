@@ -154,3 +154,18 @@ def test_stdin_is_content_even_without_a_newline(tmp_path: Path, other: Path) ->
         assert "neither JSON nor JSONL" in out and "secret" not in out
     code, out = _cli("inspect", "-", "--json", stdin=json.dumps(DOC), cwd=tmp_path)
     assert code == 0 and json.loads(out)["messages"] == 1
+
+
+def test_deeply_nested_tool_arguments_stay_text() -> None:
+    """Was: RecursionError from every strategy that reads a call's arguments."""
+    from kompakt.compactor import apply_compaction
+    from kompakt.messages import Message, ToolCall
+    from kompakt.strategies import Budgeted, CollapseToolResults, SupersedeReads
+
+    deep = "[" * 100_000 + "]" * 100_000
+    call = ToolCall(id="c1", name="read_file", arguments=deep)
+    assert call.parsed_arguments() == deep
+    msgs = [Message.user("go"), Message.assistant(tool_calls=[call])]
+    msgs += [Message.tool("x" * 5000, tool_call_id="c1"), Message.user("again")]
+    for strategy in (Budgeted(300), CollapseToolResults(keep_last=0), SupersedeReads()):
+        apply_compaction(msgs, strategy)
