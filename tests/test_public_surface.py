@@ -170,7 +170,7 @@ def test_issue3_budget_impossible_names_pinned_content() -> None:
 
 
 def test_issue3_compactor_check_and_compact() -> None:
-    msgs = _big_history(120)  # ~120k tokens by the char estimate
+    msgs = _big_history(150)  # ~120k tokens by the char estimate
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(100_000),
         strategy=kompakt.Budgeted(60_000),
