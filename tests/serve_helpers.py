@@ -59,7 +59,7 @@ class FakeUpstream:
         doc: Any = {"openai": body.get("messages"), "responses": body.get("input")}.get(
             dialect, body
         )
-        msgs = kompakt.load(doc, format=dialect)
+        msgs = kompakt.loads(doc, format=dialect)
         problems = [str(p) for p in kompakt.find_problems(list(msgs), dialect)]  # type: ignore[arg-type]
         seen = Seen(
             request.url.path,

@@ -338,14 +338,18 @@ def test_summarizer_input_is_bounded(name: str) -> None:
 
 def test_rolling_summaries_do_not_resend_the_history() -> None:
     """The second compaction sees the previous summary and the new span, not everything again."""
-    model = ScriptedModel("## Goal\n- fix the parser\n## Current state\n- reading files")
+    flat = kompakt.CharEstimator(chars_per_token=4)  # the thresholds assume 4 chars a token
+    model = ScriptedModel(
+        "## Goal\n- fix the parser\n## Current state\n- reading files", tokenizer=flat
+    )
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(30_000),
         strategy=kompakt.Summarize(keep_last=2, summarizer=model),
         target=kompakt.TokensBelow(10_000),
+        tokenizer=flat,
     )
     msgs = _long_turn(steps=120, result_chars=3_000)
-    index = kompakt.MessageIndex(msgs[:40])
+    index = kompakt.MessageIndex(msgs[:40], tokenizer=flat)
     runs = []  # (history tokens, tokens sent for compaction, tokens the summarizer read)
     for start in range(40, len(msgs), 20):
         index.extend(msgs[start : start + 20])

@@ -397,7 +397,8 @@ def test_provider_reported_tokens_calibrate_the_trigger(strategy: str) -> None:
             compactor = Compactor(strategy=Budgeted(2000))
         else:
             compactor = small_compactor(2000)
-        agent = Agent(model, tools=[read_log], compactor=compactor, recall=False)
+        flat = CharEstimator(chars_per_token=4)  # an estimate the provider bills above
+        agent = Agent(model, tools=[read_log], compactor=compactor, recall=False, tokenizer=flat)
         result = agent.run_sync("read")
         # the calibrated target may be out of reach of what min_preserved keeps: said once
         others = [w for w in result.warnings if "lower min_preserved" not in w]

@@ -473,7 +473,8 @@ def test_event_before_and_finish_account_every_step() -> None:
     run_strategy_sync(Truncation(min_preserved=1), view, ctx)
     ctx.steps[0].model_calls, ctx.steps[0].fallback = 2, "why"
     event.finish(view, ctx.steps, seconds=0.5)
-    assert (event.tokens_before, event.tokens_after) == (312, view.total_tokens)
+    before = 3 * CharEstimator().count_message(Message.user("x" * 400))
+    assert (event.tokens_before, event.tokens_after) == (before, view.total_tokens)
     assert event.messages_after == view.message_count == 1 and event.seconds == 0.5
     assert event.model_calls == 2 and event.fallbacks == ["Truncation: why"]
 

@@ -20,6 +20,10 @@ MINI = sorted((DATA / "mini-swe-agent").glob("*.traj.json"))
 SWE = sorted((DATA / "swe-agent").glob("*.traj"))
 
 
+FLAT = CharEstimator(chars_per_token=4)
+"""The budgets of these notes were sized for four characters a token."""
+
+
 def commands_of(messages: list[Message], width: int = 60) -> list[str]:
     out = []
     for m in messages:
@@ -193,11 +197,13 @@ def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
     span = _plant(msgs, tool, "Important: the API port must stay 8443 for the staging proxy.")
     # the task (the run's last user message) is never evicted: the span starts after it
     span = _plant(span, tool + 20, "The deploy key id is DK-7F3A-22B1.")[2:-6]
-    note = digest(span, max_tokens=800)
+    note = digest(span, max_tokens=800, tokenizer=FLAT)
     quoted = note.split(f"## {SECTIONS['quoted']}\n")[1].split("\n## ")[0]
     assert quoted.startswith("<tool_output>\n") and quoted.endswith("</tool_output>")
     assert "the API port must stay 8443" in quoted and "DK-7F3A-22B1" in quoted
-    assert digest(msgs[2:-6], max_tokens=800).count("8443") == 0  # it came from the plant
+    assert (
+        digest(msgs[2:-6], max_tokens=800, tokenizer=FLAT).count("8443") == 0
+    )  # it came from the plant
 
 
 def test_source_listings_and_grep_hits_are_not_facts() -> None:
@@ -275,7 +281,7 @@ def test_rolling_over_real_runs_keeps_the_planted_facts() -> None:
         note, body = "", planted[2:-6]
         for start in range(0, len(body), 12):  # a compaction every 12 messages, notes rolling
             prior = [Message.user(note, synthetic="summary")] if note else []
-            note = digest([*prior, *body[start : start + 12]], max_tokens=800)
+            note = digest([*prior, *body[start : start + 12]], max_tokens=800, tokenizer=FLAT)
         kept += [n.kind for n in needles if n.value in note]
         planted_count += len(needles)
     # before facts were kept, none of the values and constraints survived

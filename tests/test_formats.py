@@ -21,6 +21,7 @@ from kompakt.formats import (
     detect_format,
     dump,
     load,
+    loads,
     message_from_dict,
     message_to_dict,
     to_dicts,
@@ -60,8 +61,8 @@ def test_transcript_round_trips_and_validates(path: Path) -> None:
     conv = load(path)
     assert conv.format == ("mini-swe-agent" if path.name.endswith(".traj.json") else "swe-agent")
     assert dump(conv) == original
-    assert load(path.read_text()) == conv  # text, document and path load the same
-    assert load(copy.deepcopy(original)) == conv
+    assert loads(path.read_text()) == conv  # text, document and path load the same
+    assert loads(copy.deepcopy(original)) == conv
     if path.name in REUSED_IDS:
         with pytest.raises(InvalidConversation) as info:
             validate(conv)
@@ -79,11 +80,11 @@ def test_transcript_through_anthropic_keeps_every_pair(path: Path) -> None:
     conv = load(path)
     for provider in (False, True):
         there = dump(conv, "anthropic", provider=provider)
-        back = load(dump(load(there, format="anthropic"), "openai"), format="openai")
+        back = loads(dump(loads(there, format="anthropic"), "openai"), format="openai")
         assert pairs(back) == pairs(conv)
         assert results(back) == results(conv)
     if path.name not in REUSED_IDS:
-        validate(load(dump(conv, "anthropic", provider=True)), dialect="anthropic")
+        validate(loads(dump(conv, "anthropic", provider=True)), dialect="anthropic")
 
 
 @pytest.mark.parametrize(
@@ -93,7 +94,7 @@ def test_transcript_through_jsonl(path: Path) -> None:
     conv = load(path)
     text = dump(conv, "jsonl")
     assert isinstance(text, str) and text.count("\n") == len(conv)
-    again = load(text)
+    again = loads(text)
     assert again.format == "jsonl"
     assert dump(again, "openai") == dump(conv, "openai")
 
@@ -168,15 +169,15 @@ OPENAI_DOC: list[dict[str, Any]] = [
 
 def test_openai_round_trip_is_exact() -> None:
     doc = copy.deepcopy(OPENAI_DOC)
-    conv = load(doc)
+    conv = loads(doc)
     assert conv.format == "openai"
     assert dump(conv) == OPENAI_DOC
     assert doc == OPENAI_DOC  # the input was not touched
-    assert dump(load(dump(conv, "jsonl")), "openai") == OPENAI_DOC
+    assert dump(loads(dump(conv, "jsonl")), "openai") == OPENAI_DOC
 
 
 def test_openai_model_view() -> None:
-    conv = load(copy.deepcopy(OPENAI_DOC))
+    conv = loads(copy.deepcopy(OPENAI_DOC))
     user = conv[2]
     assert [p.kind for p in user.content] == ["text", "image", "audio", "file"]
     assert user.content[1].data == OPENAI_DOC[2]["content"][1]
@@ -195,7 +196,7 @@ def test_openai_model_view() -> None:
 
 
 def test_openai_provider_mode_modernises_legacy_calls() -> None:
-    out = dump(load(copy.deepcopy(OPENAI_DOC)), provider=True)
+    out = dump(loads(copy.deepcopy(OPENAI_DOC)), provider=True)
     assert "function_call" not in out[8] and out[8]["tool_calls"][0]["function"]["name"] == "old"
     assert out[9]["role"] == "tool" and out[9]["tool_call_id"] == out[8]["tool_calls"][0]["id"]
     assert "provider_specific_fields" not in out[3] and "extra" not in out[4]
@@ -205,14 +206,14 @@ def test_openai_provider_mode_modernises_legacy_calls() -> None:
 
 def test_openai_request_document_keeps_its_envelope() -> None:
     doc = {"model": "gpt-4o", "temperature": 0, "messages": [{"role": "user", "content": "hi"}]}
-    conv = load(doc)
+    conv = loads(doc)
     assert conv.envelope == {"model": "gpt-4o", "temperature": 0}
     assert dump(conv) == doc
     assert dump(conv, provider=True) == doc["messages"]
 
 
 def test_plain_messages_load_equal_to_built_ones() -> None:
-    conv = load([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    conv = loads([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
     assert list(conv) == [Message.user("hi"), Message.assistant("yo")]
 
 
@@ -257,14 +258,14 @@ ANTHROPIC_DOC: dict[str, Any] = {
 
 
 def test_anthropic_round_trip_is_exact() -> None:
-    conv = load(copy.deepcopy(ANTHROPIC_DOC))
+    conv = loads(copy.deepcopy(ANTHROPIC_DOC))
     assert conv.format == "anthropic"
     assert dump(conv) == ANTHROPIC_DOC
-    assert dump(load(dump(conv))) == ANTHROPIC_DOC
+    assert dump(loads(dump(conv))) == ANTHROPIC_DOC
 
 
 def test_anthropic_model_view() -> None:
-    conv = load(copy.deepcopy(ANTHROPIC_DOC))
+    conv = loads(copy.deepcopy(ANTHROPIC_DOC))
     roles = [m.role for m in conv]
     assert roles == ["system", "user", "user", "assistant", "tool", "tool", "user", "assistant",
                      "tool", "assistant"]  # fmt: skip
@@ -282,13 +283,13 @@ def test_anthropic_model_view() -> None:
 
 def test_anthropic_bare_list_round_trips() -> None:
     items = copy.deepcopy(ANTHROPIC_DOC["messages"])
-    conv = load(items)
+    conv = loads(items)
     assert conv.format == "anthropic" and conv.envelope is None
     assert dump(conv) == ANTHROPIC_DOC["messages"]
 
 
 def test_anthropic_provider_request_shape() -> None:
-    out = dump(load(copy.deepcopy(ANTHROPIC_DOC)), provider=True)
+    out = dump(loads(copy.deepcopy(ANTHROPIC_DOC)), provider=True)
     assert set(out) == {"system", "messages"}
     assert out["messages"][2]["content"][1] == {
         "type": "tool_result",
@@ -310,7 +311,7 @@ def test_anthropic_provider_request_shape() -> None:
 def test_openai_messages_render_for_anthropic() -> None:
     doc = copy.deepcopy(OPENAI_DOC[:8])
     del doc[2]["content"][2]  # audio: no Anthropic equivalent (see the next test)
-    out = dump(load(doc), "anthropic", provider=True)
+    out = dump(loads(doc), "anthropic", provider=True)
     assert out["system"] == [
         {"type": "text", "text": "be brief"},
         {"type": "text", "text": "use tools"},
@@ -327,7 +328,7 @@ def test_openai_messages_render_for_anthropic() -> None:
 
 
 def test_audio_cannot_go_to_anthropic() -> None:
-    conv = load(copy.deepcopy(OPENAI_DOC[:3]))
+    conv = loads(copy.deepcopy(OPENAI_DOC[:3]))
     with pytest.raises(FormatError, match="message 2: a 'input_audio' part cannot be sent"):
         dump(conv, "anthropic", provider=True)
 
@@ -373,8 +374,8 @@ def test_synthetic_messages_render_as_plain_text() -> None:
 def test_openai_anthropic_openai_keeps_pairs(msgs: list[Message]) -> None:
     openai_doc = dump(msgs, "openai")
     for provider in (False, True):
-        there = dump(load(openai_doc), "anthropic", provider=provider)
-        back = load(dump(load(there, format="anthropic"), "openai"), format="openai")
+        there = dump(loads(openai_doc), "anthropic", provider=provider)
+        back = loads(dump(loads(there, format="anthropic"), "openai"), format="openai")
         assert pairs(back) == pairs(msgs)
         assert results(back) == results(msgs)
         assert find_problems(back, "anthropic") == []
@@ -394,7 +395,7 @@ def test_jsonl_annotations_round_trip() -> None:
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines[0]["kompakt"] == {"pinned": True}
     assert lines[2]["kompakt"] == {"id": "custom"}
-    assert list(load(text)) == msgs
+    assert list(loads(text)) == msgs
     assert all(
         "kompakt" not in line
         for line in map(json.loads, dump(msgs, "jsonl", annotate=False).splitlines())
@@ -437,10 +438,10 @@ def test_native_dict_errors() -> None:
 def test_every_format_round_trips_generated_conversations(msgs: list[Message]) -> None:
     for fmt in ("openai", "jsonl", "mini-swe-agent", "swe-agent"):
         doc = dump(msgs, fmt)
-        assert dump(load(doc, format=fmt)) == doc
+        assert dump(loads(doc, format=fmt)) == doc
     anthropic = dump(msgs, "anthropic")
-    assert dump(load(anthropic)) == anthropic
-    assert list(load(dump(msgs, "jsonl"))) == msgs
+    assert dump(loads(anthropic)) == anthropic
+    assert list(loads(dump(msgs, "jsonl"))) == msgs
 
 
 # -- SWE-agent repr strings --------------------------------------------------------------
@@ -462,7 +463,7 @@ def swe_doc(tool_calls: Any, ids: Any = "['c1']") -> dict[str, Any]:
 def test_swe_agent_repr_strings_parse_and_round_trip() -> None:
     calls = "[{'function': {'arguments': '{\"path\": \"a\"}', 'name': 'open'}, 'id': 'c1'}]"
     doc = swe_doc(calls)
-    conv = load(copy.deepcopy(doc))
+    conv = loads(copy.deepcopy(doc))
     assert conv.format == "swe-agent"
     assert conv[2].tool_calls[0].name == "open" and conv[3].tool_call_id == "c1"
     assert dump(conv) == doc
@@ -473,13 +474,13 @@ def test_swe_agent_repr_strings_parse_and_round_trip() -> None:
 
 def test_swe_agent_bad_repr_is_rejected_with_index_and_field() -> None:
     with pytest.raises(MessageError) as info:
-        load(swe_doc("[{'function': oops"))
+        loads(swe_doc("[{'function': oops"))
     assert info.value.index == 2 and info.value.field == "tool_calls"
     assert str(info.value).startswith(
         "message 2: field 'tool_calls': expected a list of tool calls (JSON or a Python repr)"
     )
     with pytest.raises(MessageError, match="message 3: field 'tool_call_ids'"):
-        load(swe_doc([], ids=[]))
+        loads(swe_doc([], ids=[]))
 
 
 @pytest.mark.parametrize(
@@ -503,10 +504,10 @@ def test_swe_agent_task_is_pinned_when_observations_are_user_messages(path: Path
 
 
 def test_openai_messages_as_swe_agent_history() -> None:
-    msgs = load(copy.deepcopy(OPENAI_DOC[3:6]))
+    msgs = loads(copy.deepcopy(OPENAI_DOC[3:6]))
     history = dump(msgs, "swe-agent")["history"]
     assert history[1]["tool_call_ids"] == ["c2"] and "tool_call_id" not in history[1]
-    assert [m.tool_call_id for m in load({"history": history})[1:]] == ["c2", "c1"]
+    assert [m.tool_call_id for m in loads({"history": history})[1:]] == ["c2", "c1"]
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -514,7 +515,7 @@ def test_openai_messages_as_swe_agent_history() -> None:
 
 def bad(doc: Any, pattern: str, **kw: Any) -> None:
     with pytest.raises(MessageError, match=pattern):
-        load(doc, **kw)
+        loads(doc, **kw)
 
 
 def test_malformed_openai_messages_name_index_and_field() -> None:
@@ -526,7 +527,7 @@ def test_malformed_openai_messages_name_index_and_field() -> None:
             {"id": "x", "type": "function", "function": {"name": "f", "arguments": 42}}]},
     ]  # fmt: skip
     with pytest.raises(MessageError) as info:
-        load(msgs)
+        loads(msgs)
     assert str(info.value) == (
         "message 3: field 'tool_calls[0].function.arguments': expected a JSON string, got 42"
     )
@@ -554,7 +555,7 @@ def test_malformed_anthropic_messages_name_index_and_field() -> None:
     doc["messages"][1] = {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}
     bad(doc, r"message 1: field 'content\[0\].tool_use_id'")
     with pytest.raises(FormatError) as info:
-        load({"system": [{"type": "text", "text": 3}], "messages": []})
+        loads({"system": [{"type": "text", "text": 3}], "messages": []})
     assert str(info.value) == (
         "Anthropic document: field 'system[0].text': expected a string, got 3"
     )
@@ -562,7 +563,7 @@ def test_malformed_anthropic_messages_name_index_and_field() -> None:
 
 def test_format_errors_are_one_line() -> None:
     with pytest.raises(FormatError) as info:
-        load([], format="bard")
+        loads([], format="bard")
     assert str(info.value) == (
         "unknown format 'bard': expected one of openai, anthropic, responses, gemini, jsonl, "
         "mini-swe-agent, swe-agent"
@@ -574,11 +575,11 @@ def test_format_errors_are_one_line() -> None:
     with pytest.raises(FormatError, match="file not found"):
         load(Path("/no/such/run.traj.json"))
     with pytest.raises(FormatError, match="JSON text is not JSON"):
-        load('{"messages": [')
+        loads('{"messages": [')
     with pytest.raises(FormatError, match="JSONL line 2: not valid JSON"):
-        load('{"role": "user", "content": "a"}\n{oops\n', format="jsonl")
+        loads('{"role": "user", "content": "a"}\n{oops\n', format="jsonl")
     with pytest.raises(FormatError, match="cannot detect the format of a document with keys"):
-        load({"foo": 1})
+        loads({"foo": 1})
     for err in (info.value,):
         assert "\n" not in str(err)
 
@@ -616,11 +617,11 @@ def test_detect_format() -> None:
     }
 
 
-def test_load_accepts_messages_and_conversations() -> None:
+def test_loads_accepts_messages_and_conversations() -> None:
     msgs = [Message.user("a")]
-    conv = load(msgs)
+    conv = loads(msgs)
     assert isinstance(conv, Conversation) and list(conv) == msgs
-    assert load(conv) is conv
+    assert loads(conv) is conv
     assert to_dicts(msgs) == [{"role": "user", "content": "a"}]
     assert to_dicts(msgs, "anthropic") == [{"role": "user", "content": "a"}]
 
@@ -702,9 +703,9 @@ def raw_openai_message(draw: st.DrawFn, n: int) -> dict[str, Any]:
 @given(st.integers(0, 8).flatmap(lambda k: st.tuples(*(raw_openai_message(n) for n in range(k)))))
 def test_random_openai_documents_round_trip(items: tuple[dict[str, Any], ...]) -> None:
     doc = list(items)
-    conv = load(copy.deepcopy(doc), format="openai")
+    conv = loads(copy.deepcopy(doc), format="openai")
     assert dump(conv) == doc
-    assert dump(load(dump(conv, "jsonl"), format="jsonl"), "openai") == doc
+    assert dump(loads(dump(conv, "jsonl"), format="jsonl"), "openai") == doc
     native = [message_from_dict(json.loads(json.dumps(message_to_dict(m)))) for m in conv]
     assert dump(native, "openai") == doc
 
@@ -751,9 +752,9 @@ def test_random_anthropic_documents_round_trip(
     doc: dict[str, Any] = {"model": "m", "messages": list(items)}
     if system is not None:
         doc["system"] = system
-    conv = load(copy.deepcopy(doc), format="anthropic")
+    conv = loads(copy.deepcopy(doc), format="anthropic")
     assert dump(conv) == doc
-    assert dump(load(copy.deepcopy(doc["messages"]), format="anthropic")) == doc["messages"] or (
+    assert dump(loads(copy.deepcopy(doc["messages"]), format="anthropic")) == doc["messages"] or (
         any(m.role == "system" for m in conv)
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kompakt.errors import FormatError, MessageError
-from kompakt.formats import detect_format, dump, load, to_dicts
+from kompakt.formats import detect_format, dump, loads, to_dicts
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.validation import find_problems
@@ -84,15 +84,15 @@ WITH_IDS: list[Any] = [
 @pytest.mark.parametrize("doc", [PARALLEL, WITH_IDS], ids=["parallel", "ids"])
 def test_contents_round_trip_and_are_detected(doc: Any) -> None:
     source = copy.deepcopy(doc)
-    conv = load(doc)
+    conv = loads(doc)
     assert conv.format == "gemini" and detect_format(doc) == "gemini"
     assert dump(conv) == doc == source
-    assert dump(load(json.dumps(doc))) == doc
+    assert dump(loads(json.dumps(doc))) == doc
     assert find_problems(conv, "gemini") == []
 
 
 def test_calls_without_ids_pair_by_name_in_order() -> None:
-    conv = load(PARALLEL)
+    conv = loads(PARALLEL)
     assert [m.role for m in conv] == [
         "system",
         "user",
@@ -110,7 +110,7 @@ def test_calls_without_ids_pair_by_name_in_order() -> None:
 
 
 def test_calls_with_ids_pair_by_id_whatever_the_order() -> None:
-    conv = load(WITH_IDS)
+    conv = loads(WITH_IDS)
     results = [m for m in conv if m.role == "tool"]
     assert [r.tool_call_id for r in results] == ["fc-2", "fc-1"]
     assert json.loads(results[1].text) == {"t": 18}
@@ -119,14 +119,14 @@ def test_calls_with_ids_pair_by_id_whatever_the_order() -> None:
 
 
 def test_provider_output_is_the_request_body() -> None:
-    body = dump(load(PARALLEL), provider=True)
+    body = dump(loads(PARALLEL), provider=True)
     assert list(body) == ["systemInstruction", "contents"]
     assert body["contents"] == PARALLEL["contents"]  # the thought signature goes back too
-    assert to_dicts(load(WITH_IDS), "gemini", provider=True) == WITH_IDS
+    assert to_dicts(loads(WITH_IDS), "gemini", provider=True) == WITH_IDS
 
 
 def test_a_compacted_response_is_sent_as_an_object() -> None:
-    conv = load(PARALLEL)
+    conv = loads(PARALLEL)
     clamped = [*conv[:3], conv[3].evolve(content="[output clamped]", extra={}), *conv[4:]]
     body = dump(clamped, "gemini", provider=True)
     part = body["contents"][2]["parts"][0]["functionResponse"]
@@ -164,21 +164,21 @@ def test_other_formats_render_as_gemini_contents() -> None:
 
 def test_gemini_rules() -> None:
     opening = [PARALLEL["contents"][1], PARALLEL["contents"][2]]
-    rules = [p.rule for p in find_problems(load(opening), "gemini")]
+    rules = [p.rule for p in find_problems(loads(opening), "gemini")]
     assert rules == ["call_not_after_user"]
-    assert find_problems(load(opening), "openai") == []
+    assert find_problems(loads(opening), "openai") == []
     wrong = copy.deepcopy(WITH_IDS)
     wrong[2]["parts"][0]["functionResponse"]["name"] = "get_time"
-    problems = find_problems(load(wrong), "gemini")
+    problems = find_problems(loads(wrong), "gemini")
     assert [(p.index, p.rule) for p in problems] == [(2, "result_name_mismatch")]
     orphan = [{"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}]
-    assert [p.rule for p in find_problems(load(orphan), "gemini")] == ["orphan_result"]
+    assert [p.rule for p in find_problems(loads(orphan), "gemini")] == ["orphan_result"]
 
 
 def test_bad_contents_name_the_index_and_field() -> None:
     with pytest.raises(MessageError, match=r"message 1: field 'role'"):
-        load([{"role": "user", "parts": []}, {"role": "bot", "parts": []}])
+        loads([{"role": "user", "parts": []}, {"role": "bot", "parts": []}])
     with pytest.raises(MessageError, match=r"message 0: field 'parts\[0\].functionCall'"):
-        load([{"role": "model", "parts": [{"functionCall": {"args": {}}}]}])
+        loads([{"role": "model", "parts": [{"functionCall": {"args": {}}}]}])
     with pytest.raises(FormatError, match="'contents' must be a list"):
-        load({"contents": {}}, format="gemini")
+        loads({"contents": {}}, format="gemini")

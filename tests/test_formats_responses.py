@@ -15,7 +15,7 @@ import pytest
 
 import kompakt
 from kompakt.errors import FormatError, MessageError
-from kompakt.formats import detect_format, dump, load, to_dicts
+from kompakt.formats import detect_format, dump, loads, to_dicts
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, Part, ToolCall
 from kompakt.validation import find_problems
@@ -197,15 +197,15 @@ COMPACTED = [
 )
 def test_items_round_trip_and_are_detected(items: list[Any]) -> None:
     source = copy.deepcopy(items)
-    conv = load(items)
+    conv = loads(items)
     assert conv.format == "responses" and detect_format(items) == "responses"
     assert dump(conv) == items == source
-    assert dump(load(json.dumps(items))) == items  # through JSON text too
+    assert dump(loads(json.dumps(items))) == items  # through JSON text too
     assert find_problems(conv, "responses") == []
 
 
 def test_parallel_calls_and_their_reasoning_make_one_group() -> None:
-    conv = load(PARALLEL)
+    conv = loads(PARALLEL)
     assert [m.role for m in conv] == ["developer", "user", "assistant", "tool", "tool", "assistant"]
     call = conv[2]
     assert [c.id for c in call.tool_calls] == ["call_12345xyz", "call_67890abc"]
@@ -217,7 +217,7 @@ def test_parallel_calls_and_their_reasoning_make_one_group() -> None:
 
 
 def test_built_in_tools_pair_by_call_id_and_stay_whole() -> None:
-    conv = load(BUILT_IN)
+    conv = loads(BUILT_IN)
     calls = {c.id: c for m in conv for c in m.tool_calls}
     assert set(calls) == {
         "mcpr_682d498e3bd4819196a0ce1664f8e77b04ad1e533afccbfa",
@@ -238,44 +238,44 @@ def test_built_in_tools_pair_by_call_id_and_stay_whole() -> None:
 
 def test_an_output_without_its_call_is_invalid() -> None:
     items = [{"role": "user", "content": "hi"}, PARALLEL[5]]
-    assert [p.rule for p in find_problems(load(items), "responses")] == ["orphan_result"]
+    assert [p.rule for p in find_problems(loads(items), "responses")] == ["orphan_result"]
     missing = PARALLEL[:6]  # the second parallel call has no output, and more follows
     missing = [*missing, {"role": "user", "content": "and?"}]
-    assert [p.rule for p in find_problems(load(missing), "responses")] == ["missing_result"]
+    assert [p.rule for p in find_problems(loads(missing), "responses")] == ["missing_result"]
 
 
 def test_a_reasoning_item_without_what_it_led_to_is_invalid() -> None:
     items = [PARALLEL[1], PARALLEL[2], {"role": "user", "content": "go on"}]
-    problems = find_problems(load(items), "responses")
+    problems = find_problems(loads(items), "responses")
     assert [(p.index, p.rule) for p in problems] == [(1, "reasoning_orphaned")]
-    assert find_problems(load(items), "openai") == []  # a rule of this API alone
+    assert find_problems(loads(items), "openai") == []  # a rule of this API alone
 
 
 def test_an_output_of_another_kind_than_its_call_is_invalid() -> None:
     items = copy.deepcopy(BUILT_IN[-3:-1])
     items[1]["type"] = "function_call_output"
-    problems = find_problems(load(items), "responses")
+    problems = find_problems(loads(items), "responses")
     assert [(p.index, p.rule) for p in problems] == [(1, "output_kind_mismatch")]
-    assert find_problems(load(BUILT_IN), "responses") == []
+    assert find_problems(loads(BUILT_IN), "responses") == []
 
 
 def test_provider_output_drops_hints_and_keeps_what_the_api_takes() -> None:
-    conv = load(PARALLEL)
+    conv = loads(PARALLEL)
     body = dump(conv, provider=True)
     assert list(body) == ["input"]
     assert body["input"] == PARALLEL  # every field here is one the API accepts
     assert to_dicts(conv, "responses", provider=True) == PARALLEL
-    assert "_kompakt" not in json.dumps(dump(load(BUILT_IN), provider=True))
+    assert "_kompakt" not in json.dumps(dump(loads(BUILT_IN), provider=True))
 
 
 def test_a_request_document_keeps_instructions_and_its_envelope() -> None:
     doc = {"model": "gpt-5", "instructions": "Be brief.", "input": PARALLEL[1:], "store": False}
-    conv = load(doc)
+    conv = loads(doc)
     assert conv[0].role == "system" and conv[0].text == "Be brief."
     assert dump(conv) == doc
     assert dump(conv, provider=True) == {"instructions": "Be brief.", "input": PARALLEL[1:]}
     text = {"model": "gpt-5", "input": "Tell me a joke."}
-    assert dump(load(text)) == text and load(text)[0].text == "Tell me a joke."
+    assert dump(loads(text)) == text and loads(text)[0].text == "Tell me a joke."
 
 
 def test_a_response_object_loads_its_output() -> None:
@@ -285,7 +285,7 @@ def test_a_response_object_loads_its_output() -> None:
         "status": "completed",
         "output": PARALLEL[2:5],
     }
-    conv = load(response)
+    conv = loads(response)
     assert conv.format == "responses" and conv[0].tool_calls[1].id == "call_67890abc"
     assert dump(conv) == response
 
@@ -309,7 +309,7 @@ def test_other_formats_render_as_responses_items() -> None:
         {"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": "One file.", "annotations": []}]},
     ]  # fmt: skip
-    assert dump(load(items)) == items
+    assert dump(loads(items)) == items
     anthropic_doc = {"messages": [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": [
@@ -317,14 +317,14 @@ def test_other_formats_render_as_responses_items() -> None:
             {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
     ]}  # fmt: skip
-    items = to_dicts(load(anthropic_doc), "responses", provider=True)
+    items = to_dicts(loads(anthropic_doc), "responses", provider=True)
     assert [i.get("type") for i in items] == [None, "function_call", "function_call_output"]
     with pytest.raises(FormatError, match="'audio' part cannot be sent to the Responses API"):
         to_dicts([Message(role="user", content=[Part(kind="audio")])], "responses", provider=True)
 
 
 def test_a_custom_tool_output_answers_with_its_own_kind_after_a_clamp() -> None:
-    conv = load(BUILT_IN[-3:-1])
+    conv = loads(BUILT_IN[-3:-1])
     clamped = [conv[0], conv[1].evolve(content="hello", extra={})]
     out = to_dicts(clamped, "responses", provider=True)
     assert out[1] == {"type": "custom_tool_call_output", "call_id": "call_code", "output": "hello"}
@@ -332,14 +332,14 @@ def test_a_custom_tool_output_answers_with_its_own_kind_after_a_clamp() -> None:
 
 def test_bad_items_name_the_index_and_field() -> None:
     with pytest.raises(MessageError, match=r"message 1: field 'call_id'"):
-        load([{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}])
+        loads([{"role": "user", "content": "hi"}, {"type": "function_call_output", "output": "x"}])
     with pytest.raises(MessageError, match=r"message 0: field 'arguments'"):
-        load(
+        loads(
             [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {}}],
             format="responses",
         )
     with pytest.raises(MessageError, match=r"message 0: field 'type'"):
-        load([{"content": "no role, no type"}], format="responses")
+        loads([{"content": "no role, no type"}], format="responses")
 
 
 def test_both_new_formats_are_registered() -> None:

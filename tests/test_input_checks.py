@@ -35,7 +35,7 @@ def test_tool_calls_given_as_dicts_are_read() -> None:
 def test_compactor_takes_lists_and_dicts() -> None:
     dicts = [{"role": "user", "content": "x" * 4000}, {"role": "user", "content": "now"}]
     compactor = kompakt.Compactor(trigger=kompakt.TokensExceed(100), strategy=kompakt.Budgeted(100))
-    assert compactor.check(kompakt.load(dicts)) is True
+    assert compactor.check(kompakt.loads(dicts)) is True
     view, event = compactor.compact(dicts)
     assert event.tokens_after <= 100
     assert view.render()[-1].text == "now"

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine_helpers import check_view, conversations, validity
-from kompakt.formats import dump, load, to_dicts
+from kompakt.formats import dump, loads, to_dicts
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.strategies import CompactionContext
@@ -98,15 +98,15 @@ def _check_compaction(sent: list[dict[str, Any]]) -> None:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=responses_items(), name=st.sampled_from(NAMES))
 def test_every_strategy_on_responses_items(items: list[dict[str, Any]], name: str) -> None:
-    conv = list(load(items, format="responses"))
-    assert dump(load(items, format="responses")) == items
+    conv = list(loads(items, format="responses"))
+    assert dump(loads(items, format="responses")) == items
     valid = {**validity(conv), "responses": not find_problems(conv, "responses")}
     assert valid["responses"] and valid["openai"]
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     view = _compact(STRATEGIES[name](total), conv)
     check_view(view, valid)
     sent = to_dicts(view.render(), "responses", provider=True)
-    assert find_problems(load(sent, format="responses"), "responses") == []
+    assert find_problems(loads(sent, format="responses"), "responses") == []
     _check_reasoning(items, sent)
     _check_compaction(sent)
 
@@ -114,7 +114,7 @@ def test_every_strategy_on_responses_items(items: list[dict[str, Any]], name: st
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=responses_items(), fraction=st.sampled_from((0.5, 0.2, 0.05)))
 def test_budgeted_on_responses_items(items: list[dict[str, Any]], fraction: float) -> None:
-    conv = list(load(items, format="responses"))
+    conv = list(loads(items, format="responses"))
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     check_budgeted(conv, max(1, int(total * fraction)))
 
@@ -123,7 +123,7 @@ def test_budgeted_on_responses_items(items: list[dict[str, Any]], fraction: floa
 @given(conv=conversations(), name=st.sampled_from(NAMES))
 def test_every_strategy_on_gemini_contents(conv: list[Message], name: str) -> None:
     doc = dump(conv, "gemini", provider=True)
-    loaded = load(doc)
+    loaded = loads(doc)
     assert loaded.format == "gemini" and dump(loaded) == doc
     history = list(loaded)
     valid = {**validity(history), "gemini": not find_problems(history, "gemini")}
@@ -132,7 +132,7 @@ def test_every_strategy_on_gemini_contents(conv: list[Message], name: str) -> No
     view = _compact(STRATEGIES[name](total), history)
     check_view(view, valid)
     sent = dump(view.render(), "gemini", provider=True)
-    again = load(sent)
+    again = loads(sent)
     assert find_problems(again, "gemini") == []
     roles = [c["role"] for c in sent["contents"]]
     assert all(a != b for a, b in pairwise(roles))  # turns alternate
@@ -151,7 +151,7 @@ def test_persistent_compactor_over_growing_responses_items(
     from kompakt.strategies import Budgeted
     from kompakt.triggers import TokensExceed
 
-    conv = list(load(items, format="responses"))
+    conv = list(loads(items, format="responses"))
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     budget = max(50, int(total * fraction))
     compactor = Compactor(TokensExceed(budget), Budgeted(budget * 2 // 3, strict=False))

@@ -167,7 +167,7 @@ def test_a_note_passed_back_as_plain_dicts_is_still_merged() -> None:
     msgs, rules, _ = chat(6)
     budget = tokens(msgs) * 20 // 100
     first = kompakt.apply_compaction(msgs, Budgeted(budget))
-    plain = kompakt.load(kompakt.to_dicts(first, "openai", provider=True))
+    plain = kompakt.loads(kompakt.to_dicts(first, "openai", provider=True))
     more = [*plain, *(Message.user(q) for q, _ in SMALL_TALK), Message.user("next?")]
     again = kompakt.apply_compaction(list(more), Budgeted(budget))
     text = sent_text(again)

@@ -15,7 +15,7 @@ import pytest
 
 from engine_helpers import check_view, validity
 from kompakt.errors import FormatError
-from kompakt.formats import dump, load
+from kompakt.formats import dump, loads
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, Part
 from kompakt.strategies import Budgeted, CompactionContext
@@ -125,7 +125,7 @@ def document(turns: int = 4, compact_after: int | None = 2) -> dict[str, Any]:
 def test_anthropic_blocks_round_trip_and_go_to_the_api_verbatim() -> None:
     doc = document()
     source = copy.deepcopy(doc)
-    conv = load(doc)
+    conv = loads(doc)
     assert dump(conv) == source
     body = dump(conv, provider=True)
     assert body["system"] == source["system"]  # cache_control kept
@@ -134,7 +134,7 @@ def test_anthropic_blocks_round_trip_and_go_to_the_api_verbatim() -> None:
 
 
 def test_groups_keep_thinking_with_its_tool_use_and_compaction_alone() -> None:
-    index = MessageIndex(load(document()))
+    index = MessageIndex(loads(document()))
     kinds = [g.kind for g in index.groups]
     assert kinds[:6] == ["system", "user", "tool_call", "assistant_text", "user", "tool_call"]
     assert kinds.count("compaction") == 1
@@ -148,7 +148,7 @@ def test_groups_keep_thinking_with_its_tool_use_and_compaction_alone() -> None:
 
 
 def test_what_precedes_the_newest_compaction_is_not_sent_but_kept() -> None:
-    conv = load(document())
+    conv = loads(document())
     index = MessageIndex(conv, tokenizer=CharEstimator())
     view = View(index)
     out = view.render()
@@ -165,11 +165,11 @@ def test_what_precedes_the_newest_compaction_is_not_sent_but_kept() -> None:
 
 def test_a_compaction_arriving_later_ends_a_live_view() -> None:
     doc = document(turns=2, compact_after=None)
-    index = MessageIndex(load(doc), tokenizer=CharEstimator())
+    index = MessageIndex(loads(doc), tokenizer=CharEstimator())
     view = View(index)
     full = view.total_tokens
     index.extend(
-        load(
+        loads(
             {
                 "messages": [
                     {"role": "user", "content": "more"},
@@ -198,7 +198,7 @@ def _thinking_of(m: Message) -> list[Any]:
 
 @pytest.mark.parametrize("name", [*sorted(STRATEGIES), "budgeted"])
 def test_no_strategy_edits_a_compaction_or_splits_thinking_from_its_call(name: str) -> None:
-    conv = list(load(document(turns=6, compact_after=3)))
+    conv = list(loads(document(turns=6, compact_after=3)))
     index = MessageIndex(conv, tokenizer=CharEstimator())
     total = index.total_tokens
     strategy = Budgeted(total // 8) if name == "budgeted" else STRATEGIES[name](total)
@@ -213,7 +213,7 @@ def test_no_strategy_edits_a_compaction_or_splits_thinking_from_its_call(name: s
             source = originals[m.covers[0] if m.synthetic else m.id]
             assert _thinking_of(m) == _thinking_of(source)
     body = dump(out, "anthropic", provider=True)
-    assert find_problems(load(body), "anthropic") == []
+    assert find_problems(loads(body), "anthropic") == []
 
 
 def test_responses_compaction_item_ends_what_is_sent() -> None:
@@ -224,7 +224,7 @@ def test_responses_compaction_item_ends_what_is_sent() -> None:
         {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAABpM0Yj-...="},
         {"role": "user", "content": "Now add tests."},
     ]
-    view = View(MessageIndex(load(items), tokenizer=CharEstimator()))
+    view = View(MessageIndex(loads(items), tokenizer=CharEstimator()))
     sent = dump(view.render(), "responses", provider=True)["input"]
     assert sent == [{"role": "user", "content": OMITTED_NOTE}, *items[3:]]
 
@@ -235,22 +235,22 @@ def test_one_providers_reasoning_and_encrypted_summary_never_reach_another() -> 
         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
         {"role": "assistant", "content": "hello"},
     ]
-    body = dump(load(items), "anthropic", provider=True)
+    body = dump(loads(items), "anthropic", provider=True)
     hello = [{"type": "text", "text": "hello"}]
     assert body == {
         "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": hello}]
     }
-    assert "think" not in json.dumps(dump(load(items), "gemini", provider=True))
-    assert "think" not in json.dumps(dump(load(items), "openai", provider=True))
+    assert "think" not in json.dumps(dump(loads(items), "gemini", provider=True))
+    assert "think" not in json.dumps(dump(loads(items), "openai", provider=True))
     encrypted = [*items, {"type": "compaction", "encrypted_content": "gAAA"}]
     for fmt in ("anthropic", "gemini", "openai"):
         with pytest.raises(FormatError, match=r"message 2: .*compaction"):
-            dump(load(encrypted), fmt, provider=True)
+            dump(loads(encrypted), fmt, provider=True)
     summary = {
         "messages": [
             {"role": "user", "content": "hi"},
             {"role": "assistant", "content": [COMPACTION]},
         ]
     }
-    sent = dump(load(summary), "responses", provider=True)["input"]
+    sent = dump(loads(summary), "responses", provider=True)["input"]
     assert sent[-1]["content"][0]["text"] == COMPACTION["content"]

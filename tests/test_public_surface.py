@@ -56,7 +56,7 @@ def _big_history(n_turns: int) -> list[kompakt.Message]:
 
 
 def test_issue2_surface(run_dir: Path) -> None:
-    msgs = kompakt.load("run.traj.json")  # path, str, dict or list; format auto-detected
+    msgs = kompakt.load("run.traj.json")  # a file; kompakt.loads parses text, dicts, lists
     kompakt.validate(msgs, dialect="openai")  # raises kompakt.InvalidConversation
     data = kompakt.dump(msgs, format="openai")  # or "anthropic", "jsonl", the source format
     tok = kompakt.CharEstimator()
@@ -76,7 +76,7 @@ def test_issue2_surface(run_dir: Path) -> None:
     original = json.loads((run_dir / "run.traj.json").read_text())
     assert kompakt.dump(msgs) == original  # the source format by default, lossless
     assert isinstance(data, list) and [d["role"] for d in data] == [m.role for m in msgs]
-    assert kompakt.load(data) == list(msgs)
+    assert kompakt.loads(data) == list(msgs)
     total_tokens, message_count, group_count, turn_count, groups = totals
     assert total_tokens == _tokens(msgs, tok)
     assert message_count == len(msgs) == 77
@@ -90,10 +90,10 @@ def test_issue2_surface(run_dir: Path) -> None:
 def test_issue2_other_formats_and_tokenizers(run_dir: Path) -> None:
     msgs = kompakt.load("run.traj.json")
     for fmt in ("anthropic", "jsonl"):
-        back = kompakt.load(kompakt.dump(msgs, format=fmt))
+        back = kompakt.loads(kompakt.dump(msgs, format=fmt))
         assert [m.text for m in back] == [m.text for m in msgs], fmt
         kompakt.validate(back, dialect="anthropic" if fmt == "anthropic" else "openai")
-    kompakt.validate(kompakt.load(kompakt.dump(msgs, format="anthropic")), dialect="anthropic")
+    kompakt.validate(kompakt.loads(kompakt.dump(msgs, format="anthropic")), dialect="anthropic")
     exact = kompakt.TiktokenTokenizer("cl100k_base")
     index = kompakt.MessageIndex(msgs, tokenizer=exact)
     assert index.total_tokens == _tokens(msgs, exact)
@@ -127,9 +127,9 @@ def test_issue3_apply_compaction_openai_dicts_in_and_out(run_dir: Path) -> None:
     )
     assert json.dumps(openai_dicts) == before  # input untouched
     assert isinstance(out, list) and all(isinstance(d, dict) and "role" in d for d in out)
-    back = kompakt.load(out, format="openai")
+    back = kompakt.loads(out, format="openai")
     kompakt.validate(back, dialect="openai")
-    assert _tokens(back) <= 8_000 < _tokens(kompakt.load(openai_dicts))
+    assert _tokens(back) <= 8_000 < _tokens(kompakt.loads(openai_dicts))
     assert out[0] == openai_dicts[0]  # the system message stays
     last_user = max(i for i, d in enumerate(openai_dicts) if d["role"] == "user")
     assert openai_dicts[last_user] in out  # the last user message stays verbatim
@@ -170,7 +170,7 @@ def test_issue3_budget_impossible_names_pinned_content() -> None:
 
 
 def test_issue3_compactor_check_and_compact() -> None:
-    msgs = _big_history(120)  # ~120k tokens by the char estimate
+    msgs = _big_history(150)  # ~120k tokens by the char estimate
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(100_000),
         strategy=kompakt.Budgeted(60_000),

@@ -38,11 +38,14 @@ _EXPORTS: dict[str, str] = {
     "Problem": "kompakt.errors",
     # formats and validation
     "load": "kompakt.formats",
+    "loads": "kompakt.formats",
     "dump": "kompakt.formats",
     "detect_format": "kompakt.formats",
     "Conversation": "kompakt.formats",
     "validate": "kompakt.validation",
     "find_problems": "kompakt.validation",
+    "repair": "kompakt.repair",
+    "Repair": "kompakt.repair",
     # tokens, index, view
     "Tokenizer": "kompakt.tokens",
     "CharEstimator": "kompakt.tokens",
@@ -197,6 +200,7 @@ __all__ = [
     "Problem",
     "Rehydrate",
     "RemoveToolCalls",
+    "Repair",
     "Role",
     "RunResult",
     "RuntimeFailure",
@@ -233,13 +237,20 @@ __all__ = [
     "dump",
     "find_problems",
     "load",
+    "loads",
     "model_from_string",
     "parse_overflow",
+    "repair",
     "strategy_from_name",
     "to_dicts",
     "tool",
     "validate",
 ]
+
+
+# Imported now, not on first use: the module `kompakt.repair` shares its function's name,
+# and importing the module later would bind `kompakt.repair` to the module.
+from kompakt.repair import Repair, repair  # noqa: E402
 
 
 def __getattr__(name: str) -> typing.Any:
@@ -295,6 +306,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         detect_format,
         dump,
         load,
+        loads,
         to_dicts,
     )
     from kompakt.index import (

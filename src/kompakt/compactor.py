@@ -252,9 +252,9 @@ class Compactor:
         if self._view is not None and self._view.index.messages is source:
             return self._view.index
         if not (isinstance(source, Sequence) and all(isinstance(m, Message) for m in source)):
-            from kompakt.formats import load
+            from kompakt.formats import loads
 
-            source = load(source)  # dicts or a document in any format kompakt reads
+            source = loads(source)  # dicts or a document in any format kompakt reads
         return MessageIndex(source, tokenizer=self.tokenizer or CharEstimator())
 
     # -- checking and compacting ----------------------------------------------------
@@ -499,7 +499,7 @@ def apply_compaction(
 ) -> Any:
     """Compact a message list once; the format that comes in is the format that goes out.
 
-    `messages` is a list of `Message`, or anything `kompakt.load` reads (OpenAI or
+    `messages` is a list of `Message`, or anything `kompakt.loads` parses (OpenAI or
     Anthropic dicts, a trajectory file's document); `format` forces the format. The
     strategy runs with its own trigger (a `Budgeted` does nothing within budget).
     The input is never mutated.
@@ -509,7 +509,7 @@ def apply_compaction(
     >>> msgs = [Message.system("s")] + [Message.user("x" * 400) for _ in range(10)]
     >>> out = apply_compaction(msgs, Budgeted(300))
     >>> [m.synthetic for m in out], sum(CharEstimator().count_message(m) for m in out) <= 300
-    ([None, 'summary', None, None], True)
+    ([None, 'summary', None], True)
     """
     msgs, back = _read(messages, format)
     view, ctx = _prepare(msgs, tokenizer, summarizer)
@@ -574,7 +574,7 @@ def _read(
         return list(messages), lambda out: out
     from kompakt import formats
 
-    conv = formats.load(messages, format=format)
+    conv = formats.loads(messages, format=format)
     fmt = getattr(conv, "format", None) or format
     return list(conv), lambda out: formats.dump(_like(conv, out), fmt)
 

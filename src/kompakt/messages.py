@@ -113,7 +113,7 @@ class ToolCall:
         """The arguments as Python data, or the raw text when they are not valid JSON."""
         try:
             return json.loads(self.arguments)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # a model can nest without end
             return self.arguments
 
     def __hash__(self) -> int:

@@ -78,7 +78,7 @@ _SYSTEM = ("system", "developer")
 def validate(messages: Iterable[Message] | Any, dialect: Dialect = "openai") -> None:
     """Raise `InvalidConversation` listing every problem; return quietly when valid.
 
-    `messages` is a message list or anything `kompakt.load` reads.
+    `messages` is a message list or anything `kompakt.loads` parses.
     """
     problems = find_problems(messages, dialect)
     if problems:
@@ -113,9 +113,9 @@ def _messages(messages: Iterable[Message] | Any) -> Sequence[Message]:
         if all(isinstance(m, Message) for m in items):
             return items
         messages = items
-    from kompakt.formats import load  # formats import validation lazily, not the reverse
+    from kompakt.formats import loads  # formats import validation lazily, not the reverse
 
-    return load(messages)
+    return loads(messages)
 
 
 def _call_problems(msgs: Sequence[Message]) -> list[Problem]:

@@ -17,6 +17,8 @@ MODULES = [
     "kompakt.eval.fallbacks",
     "kompakt.eval.batch",
     "kompakt.cli.errors",
+    "kompakt.cli.printable",
+    "kompakt.eval.documents",
 ]
 
 

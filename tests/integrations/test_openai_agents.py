@@ -17,7 +17,7 @@ from framework_checks import BIG, assert_valid_history, tool_result_count
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kompakt import Budgeted, Compactor, TokensExceed
+from kompakt import Budgeted, CharEstimator, Compactor, TokensExceed
 from kompakt.integrations.openai_agents import (
     KompaktSession,
     from_openai_agents,
@@ -51,7 +51,9 @@ def _script(run: int) -> list[ModelStep]:
 
 
 def _compactor() -> Compactor:
-    return Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000))
+    # thresholds sized for four characters a token
+    flat = CharEstimator(chars_per_token=4)
+    return Compactor(trigger=TokensExceed(4_000), strategy=Budgeted(3_000), tokenizer=flat)
 
 
 def _plain(item: Any) -> dict[str, Any]:

@@ -227,7 +227,7 @@ def _parse(arguments: str | Mapping[str, Any]) -> Any:
     text = arguments.strip() or "{}"
     try:
         value = json.loads(text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise ToolCallError(f"arguments are not valid JSON ({e}): {arguments[:200]!r}") from e
     if not isinstance(value, dict):
         raise ToolCallError(f"arguments must be a JSON object, got {arguments[:200]!r}")

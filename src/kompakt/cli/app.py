@@ -20,6 +20,7 @@ from kompakt.cli.demo import demo_command
 from kompakt.cli.errors import EXIT_USAGE, handled, set_debug
 from kompakt.cli.evaluate import eval_command
 from kompakt.cli.inspect import inspect_command
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import replay_command
 from kompakt.cli.serve import serve_command
 
@@ -79,13 +80,15 @@ def _run(args: list[str]) -> int:
         return 0
     except UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "kompakt"
-        sys.stderr.write(f"kompakt: error: {exc.format_message()} (see: {where} --help)\n")
+        message = printable(" ".join(exc.format_message().split()), newlines=False)
+        sys.stderr.write(f"kompakt: error: {message} (see: {where} --help)\n")
         return EXIT_USAGE
     except typer.Abort:
         sys.stderr.write("kompakt: aborted\n")
         return 130
     except ClickException as exc:
-        sys.stderr.write(f"kompakt: error: {exc.format_message()}\n")
+        message = printable(" ".join(exc.format_message().split()), newlines=False)
+        sys.stderr.write(f"kompakt: error: {message}\n")
         return exc.exit_code
     return code if isinstance(code, int) else 0
 

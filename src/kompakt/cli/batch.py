@@ -13,6 +13,7 @@ from rich.text import Text
 from kompakt.cli.common import out_console, progress_bar
 from kompakt.cli.errors import EXIT_FAILURE, fail, handled
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import (
     ConfigOpt,
     FormatOpt,
@@ -41,7 +42,7 @@ def _print_summary(summary: BatchSummary, output: Path) -> None:
             (str(summary.count("done")), "bold"),
             f" done, {summary.count('skipped')} skipped (already there), ",
             (str(summary.count("failed")), "bold"),
-            f" failed in {summary.seconds:.1f} s → {output}",
+            f" failed in {summary.seconds:.1f} s → {printable(str(output))}",
         ),
         highlight=False,
     )
@@ -51,7 +52,7 @@ def _print_summary(summary: BatchSummary, output: Path) -> None:
         t.add_column("file")
         t.add_column("error")
         for r in failed[:50]:
-            t.add_row(Text(r.relative), Text(r.error or ""))  # never markup: "[ray] ..."
+            t.add_row(Text(printable(r.relative)), Text(printable(r.error or "")))  # never markup
         out_console.print(t)
 
 
@@ -142,7 +143,9 @@ def batch_command(
             def progress(r: ItemResult) -> None:
                 bar.advance(task)
                 if r.status == "failed":
-                    line = Text.assemble(("failed", "red"), f" {r.relative}: {r.error}")
+                    line = Text.assemble(
+                        ("failed", "red"), printable(f" {r.relative}: {r.error}", newlines=False)
+                    )
                     bar.console.print(line, highlight=False)
 
             summary = run_batch(

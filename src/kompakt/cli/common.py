@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from kompakt.cli.errors import EXIT_FAILURE, fail
+from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.eval.compactors import (
     DEFAULT_TARGET,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "budget_error",
     "build_compactor",
+    "checked_input",
     "count_tokens",
     "emit",
     "err_console",
@@ -53,20 +55,48 @@ err_console = Console(stderr=True)
 
 
 def read_conversation(source: str, fmt: str | None = None) -> Conversation:
-    """Load a transcript from a path, or from stdin when `source` is ``-``."""
-    from kompakt.formats import load
+    """Load a transcript from a file path, or its content from stdin when `source` is ``-``
+    (stdin is always content, never a path)."""
+    from kompakt.formats import load, loads
+    from kompakt.formats.reading import read_stream
 
     if source == "-":
-        text = sys.stdin.read()
+        text = read_stream(sys.stdin.buffer, "stdin")
         if not text.strip():
             raise ConfigError("stdin is empty: pipe a transcript in, or give a file path")
-        return load(text, format=fmt)
-    path = Path(source)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file", str(path))
-    if path.is_dir():
-        raise IsADirectoryError(21, "Is a directory", str(path))
-    return load(path, format=fmt)
+        return loads(text, format=fmt)
+    return load(source, format=fmt)
+
+
+def checked_input(conv: Conversation, *, repair: bool, strict: bool) -> Conversation:
+    """`conv`, with a warning when it breaks the tool-call rules providers enforce: fixed
+    (each repair a warning line) with `repair`; refused (exit 2) with `strict`."""
+    from kompakt.errors import InvalidConversation
+    from kompakt.repair import repair as fix
+    from kompakt.validation import find_problems
+
+    problems = find_problems(list(conv))
+    if not problems:
+        return conv
+    if repair:
+        fixed, repairs = fix(conv)
+        for r in repairs[:_SHOWN]:
+            warn(f"warning: repaired {r}")
+        if len(repairs) > _SHOWN:
+            warn(f"warning: ... and {len(repairs) - _SHOWN} more repairs")
+        return conv.with_messages(fixed)
+    if strict:
+        raise InvalidConversation(problems)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    warn(
+        f"warning: the input breaks provider rules, kept as they are: {problems[0]}{more}; "
+        "--repair fixes them, --strict refuses the input"
+    )
+    return conv
+
+
+_SHOWN = 10
+"""Repairs listed one per line; the rest are counted."""
 
 
 def resolve_budget(text: str | None, total_tokens: int) -> int | None:
@@ -142,8 +172,8 @@ def summarizer_names(*holders: Any) -> list[str]:
 
 
 def warn(line: str) -> None:
-    """One warning line on stderr, verbatim (no rich markup: it quotes model errors)."""
-    sys.stderr.write(" ".join(line.split()) + "\n")
+    """One warning line on stderr (no rich markup: it quotes model errors; escapes shown)."""
+    sys.stderr.write(printable(" ".join(line.split()), newlines=False) + "\n")
     sys.stderr.flush()
 
 
@@ -182,13 +212,12 @@ def progress_bar(
 
 def write_report(html: str, path: Path) -> Path:
     """Write a report atomically; returns its absolute path."""
+    from kompakt.eval.documents import write_atomic
+
     path = path.expanduser().resolve()
-    if path.is_dir():  # else the error names the temporary file next to it
+    if path.is_dir():
         raise ConfigError(f"--report: expected a file, got a directory: {str(path)!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(html, encoding="utf-8", errors="replace")  # a lone surrogate shows as ?
-    tmp.replace(path)
+    write_atomic(path, html.encode("utf-8", "replace").decode("utf-8"))  # lone surrogate: ?
     return path
 
 
@@ -213,4 +242,4 @@ def emit(
         return
     show()
     if written:
-        out_console.print(Text.assemble("report: ", (str(written), "bold")))
+        out_console.print(Text.assemble("report: ", (printable(str(written)), "bold")))

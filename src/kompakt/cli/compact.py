@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kompakt.cli.common import (
+    checked_input,
     config_only,
     count_tokens,
     err_console,
@@ -20,12 +21,14 @@ from kompakt.cli.common import (
     warn,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import (
     BudgetOpt,
     ConfigOpt,
     FileArg,
     FormatOpt,
     ModelOpt,
+    RepairOpt,
     StrategyOpt,
     StrictOpt,
     TokenizerOpt,
@@ -51,18 +54,22 @@ def compact_command(
     source_format: FormatOpt = None,
     to: ToOpt = None,
     strict: StrictOpt = False,
+    repair: RepairOpt = False,
 ) -> None:
     """Compact a transcript once and write it in the same format (or --to another).
 
     Example: kompakt compact run.traj.json --budget 8000 -o small.traj.json
 
     Example: cat chat.json | kompakt compact - --budget 0.3 --to anthropic > small.json
+
+    Input a provider would reject (an orphan result, a reused call id, an unanswered
+    call) is warned about and written as it was; --repair fixes it, --strict refuses it.
     """
     with handled():
         if config is not None:
             config_only(strategy, budget)
         tok = load_tokenizer(tokenizer)
-        conv = read_conversation(file, source_format)
+        conv = checked_input(read_conversation(file, source_format), repair=repair, strict=strict)
         before = count_tokens(conv, tok)
         summarizer = load_model(model)
         done = compact_once(
@@ -87,7 +94,8 @@ def compact_command(
             warn(over)
         err_console.print(
             f"compacted {len(conv)} → {len(done.messages)} messages, "
-            f"{before:,} → {done.tokens:,} tokens" + ("" if output == "-" else f": {output}"),
+            f"{before:,} → {done.tokens:,} tokens"
+            + ("" if output == "-" else f": {printable(output, newlines=False)}"),
             highlight=False,
             markup=False,
         )

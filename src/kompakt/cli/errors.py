@@ -24,6 +24,7 @@ from typing import NoReturn
 
 import typer
 
+from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, InputError, KompaktError, MissingDependency
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "fail", "handled", "set_debug"]
@@ -46,7 +47,7 @@ def debug_enabled() -> bool:
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``kompakt: error: message`` on stderr and exit with `code`."""
-    line = " ".join(str(message).split())
+    line = printable(" ".join(str(message).split()), newlines=False)
     sys.stderr.write(f"kompakt: error: {line}\n")
     sys.stderr.flush()
     raise typer.Exit(code)

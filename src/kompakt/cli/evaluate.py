@@ -19,6 +19,7 @@ from kompakt.cli.common import (
     report_fallbacks,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import (
     FormatOpt,
     JsonOpt,
@@ -93,8 +94,8 @@ def print_eval(result: EvalResult) -> None:
             t.add_section()
         last = r.budget
         t.add_row(
-            Text(r.strategy),
-            Text(r.budget),
+            Text(printable(r.strategy)),
+            Text(printable(r.budget)),
             *(_pct(r.survival[k]) for k in KINDS),
             _pct(r.tokens_kept),
             str(r.compactions),
@@ -114,7 +115,9 @@ def print_eval(result: EvalResult) -> None:
             a.add_column(col)
         for r in result.rows():
             a.add_row(
-                Text(r.strategy), Text(r.budget), "—" if r.answered is None else f"{r.answered:.0%}"
+                Text(printable(r.strategy)),
+                Text(printable(r.budget)),
+                "—" if r.answered is None else f"{r.answered:.0%}",
             )
         out_console.print(a)
 

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from kompakt.cli.common import load_tokenizer, out_console, read_conversation
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.cli.replay import FileArg, FormatOpt, TokenizerOpt
 from kompakt.index import MessageIndex, is_provider_compaction
 
@@ -19,9 +20,9 @@ __all__ = ["inspect_command", "inspect_data"]
 
 
 def _preview(text: str, limit: int = 70) -> str:
-    # a lone surrogate (valid as a JSON escape) cannot be written to a UTF-8 terminal
-    flat = " ".join(text.encode("utf-8", "replace").decode("utf-8").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = " ".join(text[: limit * 4].split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return printable(flat, newlines=False)
 
 
 def inspect_data(index: MessageIndex, *, fmt: str | None, top: int = 10) -> dict[str, Any]:
@@ -114,6 +115,11 @@ def _calls_text(index: MessageIndex, i: int) -> str:
     return " ".join(f"{c.name}({c.arguments})" for c in index.messages[i].tool_calls)
 
 
+def _cell(value: object) -> Text:
+    """A table cell from transcript data: escapes shown, never markup."""
+    return Text(printable(str(value)))
+
+
 def _print(data: dict[str, Any]) -> None:
     c = out_console
     c.print(
@@ -121,7 +127,7 @@ def _print(data: dict[str, Any]) -> None:
             (str(data["messages"]), "bold"),
             f" messages · {data['groups']} groups · {data['turns']} turns · ",
             (f"{data['tokens']:,}", "bold"),
-            f" tokens ({data['tokenizer']}) · format {data['format']}",
+            printable(f" tokens ({data['tokenizer']}) · format {data['format']}"),
         )
     )
     t = Table(title="Tokens by group kind", title_justify="left")
@@ -129,7 +135,7 @@ def _print(data: dict[str, Any]) -> None:
         t.add_column(col, justify="left" if col == "kind" else "right")
     for kind, row in data["by_kind"].items():
         t.add_row(
-            Text(kind),
+            _cell(kind),
             str(row["groups"]),
             str(row["messages"]),
             f"{row['tokens']:,}",
@@ -150,7 +156,7 @@ def _print(data: dict[str, Any]) -> None:
     for col in ("#", "role", "tokens", "preview"):
         t.add_column(col, justify="right" if col in ("#", "tokens") else "left")
     for m in data["largest"]:
-        t.add_row(str(m["index"]), Text(m["role"]), f"{m['tokens']:,}", Text(m["preview"]))
+        t.add_row(str(m["index"]), _cell(m["role"]), f"{m['tokens']:,}", _cell(m["preview"]))
     c.print(t)
     if data["tools"]:
         t = Table(title="Tool calls", title_justify="left")
@@ -158,7 +164,7 @@ def _print(data: dict[str, Any]) -> None:
             t.add_column(col, justify="left" if col == "tool" else "right")
         for row in data["tools"]:
             t.add_row(
-                Text(row["name"]),
+                _cell(row["name"]),
                 str(row["calls"]),
                 f"{row['result_tokens']:,}",
                 f"{row['mean_result_tokens']:,}",
@@ -171,7 +177,7 @@ def _print(data: dict[str, Any]) -> None:
     t.add_column("first problems")
     for dialect, probs in data["problems"].items():
         status = Text("ok", "green") if not probs else Text(str(len(probs)), "red")
-        t.add_row(dialect, status, Text("\n".join(probs[:3]) or "—"))
+        t.add_row(dialect, status, _cell("\n".join(probs[:3]) or "—"))
     c.print(t)
 
 
@@ -179,7 +185,9 @@ def inspect_command(
     file: FileArg,
     fmt: FormatOpt = None,
     tokenizer: TokenizerOpt = "chars",
-    top: Annotated[int, typer.Option("--top", help="How many of the largest messages.")] = 10,
+    top: Annotated[
+        int, typer.Option("--top", min=1, help="How many of the largest messages.")
+    ] = 10,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Tokens by group kind, largest messages, tool-call statistics, validation problems.

@@ -14,6 +14,7 @@ from rich.text import Text
 from kompakt.cli.common import (
     budget_error,
     build_compactor,
+    checked_input,
     count_tokens,
     emit,
     err_console,
@@ -26,6 +27,7 @@ from kompakt.cli.common import (
     summarizer_names,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, InputError
 from kompakt.eval.compactors import DEFAULT_TARGET
 from kompakt.eval.fallbacks import fallback_warnings
@@ -36,6 +38,7 @@ from kompakt.tokens import Tokenizer
 
 __all__ = [
     "JsonOpt",
+    "RepairOpt",
     "ReportOpt",
     "StrictOpt",
     "ToOpt",
@@ -99,7 +102,19 @@ FormatOpt = Annotated[
 ToOpt = Annotated[str | None, typer.Option("--to", help="Output format (default: the input's).")]
 StrictOpt = Annotated[
     bool,
-    typer.Option("--strict", help="Exit 1 if a fallback was taken (e.g. a summarizer failed)."),
+    typer.Option(
+        "--strict",
+        help="Exit 1 if a fallback was taken (e.g. a summarizer failed); compact and replay "
+        "also exit 2 on input a provider would reject (unless --repair fixes it).",
+    ),
+]
+RepairOpt = Annotated[
+    bool,
+    typer.Option(
+        "--repair",
+        help="Fix tool-call breaks in the input first (orphan or misplaced results, reused "
+        "call ids, unanswered calls), listing each repair (see kompakt.repair).",
+    ),
 ]
 VerboseOpt = Annotated[
     bool,
@@ -120,7 +135,7 @@ def _event_line(e: ReplayEvent) -> Text:
         ("compaction", "cyan"),
         f" at message {e.position}: {e.tokens_before:,} → "
         f"{e.tokens_after:,} tokens ({', '.join(what) or 'no group changed'} groups{calls}, "
-        f"{e.seconds * 1000:.1f} ms): {e.what(2)}",
+        f"{e.seconds * 1000:.1f} ms): {printable(e.what(2), newlines=False)}",
     )
 
 
@@ -195,12 +210,13 @@ def sparkline(values: list[int], top: int, width: int = 60) -> str:
 
 def print_replay(result: ReplayResult, console: Console = out_console) -> None:
     """The end-of-replay summary: context sizes, events, what is still visible."""
-    head = Table(title=Text(f"Replay of {result.source}"), show_header=False, title_justify="left")
+    title = Text(f"Replay of {printable(result.source, newlines=False)}")
+    head = Table(title=title, show_header=False, title_justify="left")
     head.add_column("", style="bold")
     head.add_column("")
     head.add_row(
         "strategy",
-        Text(f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}"),
+        Text(printable(f"{result.strategy} · budget {result.budget or '—'} · {result.tokenizer}")),
     )
     head.add_row("messages / model calls", f"{result.messages} / {len(result.steps)}")
     head.add_row("peak context without", f"{result.peak_tokens_full:,} tokens")
@@ -228,7 +244,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             result.events if len(result.events) <= 20 else result.events[:10] + result.events[-10:]
         )
         for e in shown:
-            ev.add_row(*(Text(c) for c in e.cells()))
+            ev.add_row(*(Text(printable(c)) for c in e.cells()))
         console.print(ev)
     art = Table(title="Still visible at the end", title_justify="left")
     for col in ("kind", "visible", "recoverable by recall", "lost (examples)"):
@@ -238,7 +254,7 @@ def print_replay(result: ReplayResult, console: Console = out_console) -> None:
             a.kind,
             f"{a.visible}/{a.total}",
             str(a.recoverable),
-            Text("; ".join(x[:50] for x in a.lost[:2]) or "—"),
+            Text(printable("; ".join(x[:50] for x in a.lost[:2]), newlines=False) or "—"),
         )
     console.print(art)
 
@@ -256,6 +272,7 @@ def replay_command(
     json_out: JsonOpt = False,
     strict: StrictOpt = False,
     verbose: VerboseOpt = False,
+    repair: RepairOpt = False,
 ) -> None:
     """Replay a recorded run turn by turn through a compactor.
 
@@ -269,7 +286,7 @@ def replay_command(
     """
     with handled():
         tok = load_tokenizer(tokenizer)
-        conv = read_conversation(file, fmt)
+        conv = checked_input(read_conversation(file, fmt), repair=repair, strict=strict)
         messages = list(conv)
         if not messages:
             raise InputError(f"{file!r} holds no messages: nothing to replay")

@@ -29,7 +29,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Literal
 
-from kompakt.errors import ConfigError
+from kompakt.errors import ConfigError, FormatError
 from kompakt.eval.documents import render_document, write_atomic
 
 __all__ = [
@@ -89,11 +89,11 @@ class Transformed:
 def _compact_text(job: BatchJob, text: str) -> tuple[str, int, int]:
     from kompakt.eval.compactors import compact_messages, load_tokenizer
     from kompakt.eval.retention import parse_budgets
-    from kompakt.formats import load
+    from kompakt.formats import loads
     from kompakt.index import MessageIndex
 
     tok = load_tokenizer(job.tokenizer)
-    conv = load(text, format=job.source_format)
+    conv = loads(text, format=job.source_format)
     before = MessageIndex(conv, tokenizer=tok).total_tokens
     budgets = parse_budgets(job.budget)
     out = compact_messages(
@@ -110,10 +110,10 @@ def _compact_text(job: BatchJob, text: str) -> tuple[str, int, int]:
 def _eval_text(job: BatchJob, name: str, text: str) -> tuple[str, int, int]:
     from kompakt.eval.compactors import load_tokenizer, make_compactor
     from kompakt.eval.retention import evaluate, parse_budgets
-    from kompakt.formats import load
+    from kompakt.formats import loads
 
     tok = load_tokenizer(job.tokenizer)
-    messages = list(load(text, format=job.source_format))
+    messages = list(loads(text, format=job.source_format))
     result = evaluate(
         [(name, messages)],
         list(job.strategies),
@@ -210,8 +210,8 @@ def plan(input_dir: Path, output_dir: Path, job: BatchJob) -> list[BatchItem]:
 def claim_output(output_dir: Path, job: BatchJob, *, force: bool = False) -> None:
     """Record `job` in `output_dir`, or refuse a folder written with other settings
     (resuming it would mix two setups' outputs); `force` redoes every file anyway."""
-    from kompakt.errors import ConfigError
-
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ConfigError(f"--output must be a folder, got a file: {str(output_dir)!r}")
     path = output_dir / MANIFEST
     settings = json.loads(json.dumps(asdict(job)))  # tuples as lists, as read back
     if path.is_file() and not force:
@@ -233,7 +233,9 @@ def claim_output(output_dir: Path, job: BatchJob, *, force: bool = False) -> Non
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    from kompakt.formats.reading import read_file
+
+    return read_file(path)  # a regular file, size-limited: its content travels, never a path
 
 
 def _finish(item: BatchItem, t: Transformed) -> ItemResult:
@@ -247,8 +249,8 @@ def process_file(job: BatchJob, item: BatchItem) -> ItemResult:
     """Read, transform and write one file (what a local worker runs)."""
     try:
         text = _read(item.source)
-    except (OSError, UnicodeDecodeError) as exc:
-        return ItemResult(item.relative, "failed", f"{type(exc).__name__}: {exc}")
+    except FormatError as exc:
+        return ItemResult(item.relative, "failed", f"FormatError: {exc}")
     try:
         return _finish(item, transform(job, item.relative, text))
     except OSError as exc:
@@ -312,8 +314,8 @@ def _run_ray(
             for i, item in queue:
                 try:
                     text = _read(item.source)
-                except (OSError, UnicodeDecodeError) as exc:
-                    yield i, ItemResult(item.relative, "failed", f"{type(exc).__name__}: {exc}")
+                except FormatError as exc:
+                    yield i, ItemResult(item.relative, "failed", f"FormatError: {exc}")
                     continue
                 pending[remote.remote(job, item.relative, text)] = i
                 if len(pending) >= limit:

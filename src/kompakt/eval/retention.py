@@ -56,7 +56,15 @@ class Budget:
 
 
 def parse_budgets(text: str) -> list[Budget]:
-    """Parse ``"0.5,0.2"`` (fractions), ``"20%"`` or ``"8000"`` (tokens), comma-separated."""
+    """Parse ``"0.5,0.2"`` (fractions), ``"20%"`` or ``"8000"`` (tokens), comma-separated.
+
+    >>> [b.label for b in parse_budgets("0.5, 20%, 8000")]
+    ['50%', '20%', '8000']
+    >>> parse_budgets("1.5")
+    Traceback (most recent call last):
+    ...
+    kompakt.errors.ConfigError: --budget in tokens must be a whole number, got '1.5' (...)
+    """
     out: list[Budget] = []
     for raw in (p.strip() for p in str(text).split(",")):
         if not raw:
@@ -78,6 +86,11 @@ def parse_budgets(text: str) -> list[Budget]:
             if value > 1:
                 raise ConfigError(f"--budget fraction must be at most 100%, got {raw!r}")
             out.append(Budget(f"{value * 100:g}%", fraction=value))
+        elif value != int(value):  # 1.5 would silently mean 1 token
+            raise ConfigError(
+                f"--budget in tokens must be a whole number, got {raw!r} "
+                "(a fraction of the run is at most 1, like 0.2)"
+            )
         else:
             out.append(Budget(f"{int(value)}", tokens=int(value)))
     if not out:

@@ -20,6 +20,7 @@ from typing import Any
 
 from kompakt.errors import FormatError
 from kompakt.formats.openai import from_openai_indexed, to_openai
+from kompakt.formats.reading import parse_json
 from kompakt.messages import Message
 
 __all__ = ["from_jsonl", "parse_jsonl", "to_jsonl"]
@@ -34,7 +35,7 @@ def parse_jsonl(text: str) -> list[Any]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(parse_json(line, f"JSONL line {n}"))
         except ValueError as exc:
             raise FormatError(f"JSONL line {n}: not valid JSON ({exc})") from None
     return out

@@ -1,6 +1,9 @@
-"""`load`, `dump`, `detect_format` and `to_dicts`: every format behind one door.
+"""`load`, `loads`, `dump`, `detect_format` and `to_dicts`: every format behind one door.
 
->>> conv = load('[{"role": "user", "content": "hi"}]')
+`load` reads a file by its path; `loads` parses content (JSON or JSONL text, a parsed
+document, a message list). A string is never guessed to be a path, nor a path to be text.
+
+>>> conv = loads('[{"role": "user", "content": "hi"}]')
 >>> conv.format, conv[0].text
 ('openai', 'hi')
 >>> dump(conv, "anthropic")
@@ -9,12 +12,12 @@
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kompakt.errors import ConfigError, FormatError
+from kompakt.errors import ConfigError, FormatError, InputError
 from kompakt.formats.anthropic import (
     from_anthropic,
     is_anthropic_block,
@@ -26,6 +29,7 @@ from kompakt.formats.gemini import from_gemini, is_gemini_content, to_gemini, to
 from kompakt.formats.jsonl import from_jsonl, to_jsonl
 from kompakt.formats.mini_swe_agent import from_mini_swe_agent, to_mini_swe_agent
 from kompakt.formats.openai import from_openai, to_openai
+from kompakt.formats.reading import MAX_BYTES, check_depth, decode, parse_json, read_file
 from kompakt.formats.responses import (
     from_responses_document,
     is_responses_item,
@@ -35,72 +39,106 @@ from kompakt.formats.responses import (
 from kompakt.formats.swe_agent import from_swe_agent, message_to_swe_agent, to_swe_agent
 from kompakt.messages import Message
 
-__all__ = ["FORMATS", "detect_format", "dump", "load", "to_dicts"]
+__all__ = ["FORMATS", "Content", "detect_format", "dump", "load", "loads", "to_dicts"]
 
 FORMATS: tuple[str, ...] = (
     "openai", "anthropic", "responses", "gemini", "jsonl", "mini-swe-agent", "swe-agent",
 )  # fmt: skip
 """Every format name `load` and `dump` accept."""
 
-Source = str | Path | bytes | Mapping[str, Any] | Sequence[Any]
+Content = str | bytes | Mapping[str, Any] | Sequence[Any]
+"""What `loads` parses: JSON or JSONL text (str or UTF-8 bytes), a document, a list."""
 
 
-def load(source: Source, *, format: str | None = None) -> Conversation:
-    """Messages from a file path, JSON/JSONL text, a parsed document or a message list.
+def load(
+    path: str | os.PathLike[str], *, format: str | None = None, max_bytes: int = MAX_BYTES
+) -> Conversation:
+    """Messages from the transcript file at `path`, in any format (detected when not given).
 
-    The format is detected when not given (see `detect_format`). Message lists are
-    returned as they are, wrapped in a `Conversation`.
+    Only regular files are read (never a device, a FIFO or a folder), at most
+    `max_bytes` of them; errors name `path` as given. To parse content already in
+    memory (text, bytes, a dict, a list), use `loads`.
 
-    >>> load({"history": [{"role": "user", "content": "hi"}]}).format
-    'swe-agent'
     >>> load("no/such/file.json")
     Traceback (most recent call last):
     ...
     kompakt.errors.FormatError: file not found: 'no/such/file.json'
     """
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(
+            f"load() reads a file: expected a path, got {type(path).__name__} "
+            "(parse content with kompakt.loads)"
+        )
     if format is not None:
         _check(format)
-    if isinstance(source, Conversation):
-        return source
-    if isinstance(source, list | tuple) and source and all(isinstance(m, Message) for m in source):
-        return Conversation(list(source), format=format)
-    obj = _read(source, format)
-    fmt = format or detect_format(obj)
-    return _load(obj, fmt)
+    shown = repr(os.fspath(path))
+    text = read_file(path, max_bytes=max_bytes)
+    if Path(path).suffix == ".jsonl" and format in (None, "jsonl"):
+        obj: Any = _Jsonl(text)
+    else:
+        obj = _parse_text(text, format, shown)
+    _check_document(obj, shown)
+    return _load(obj, format or detect_format(obj))
 
 
-def _read(source: Source, format: str | None) -> Any:
-    """Parse text and files; documents and lists pass through."""
-    if isinstance(source, Path):
-        return _read_file(source, format)
-    if isinstance(source, bytes):
-        try:
-            source = source.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FormatError(f"bytes are not UTF-8 text: {exc}") from None
-    if isinstance(source, str):
-        source = source.removeprefix("\ufeff")  # a byte-order mark, as files tolerate it
-        if format == "jsonl" and (not source.strip() or source.lstrip().startswith("{")):
-            return _Jsonl(source)
-        stripped = source.lstrip()
-        if stripped.startswith(("{", "[")):
-            return _parse_text(source, format, "JSON text")
-        if "\n" in stripped.rstrip() or not stripped:
-            raise FormatError("text is neither JSON nor JSONL: pass a path, a document or a list")
-        return _read_file(Path(source), format)
-    return source
+def loads(content: Content, *, format: str | None = None) -> Conversation:
+    """Messages from content: JSON or JSONL text (str or UTF-8 bytes), a parsed document
+    or a list of message dicts or `Message` objects. The format is detected when not
+    given (see `detect_format`); a string is content, never a path (that is `load`).
+
+    >>> loads({"history": [{"role": "user", "content": "hi"}]}).format
+    'swe-agent'
+    >>> loads("/etc/passwd")
+    Traceback (most recent call last):
+    ...
+    kompakt.errors.FormatError: text is neither JSON nor JSONL (to read a file, use kompakt.load)
+    """
+    if format is not None:
+        _check(format)
+    if isinstance(content, Conversation):
+        return content
+    if (
+        isinstance(content, list | tuple)
+        and content
+        and all(isinstance(m, Message) for m in content)
+    ):
+        return Conversation(list(content), format=format)
+    if isinstance(content, os.PathLike):
+        raise InputError(
+            f"loads() parses content, got a path {os.fspath(content)!r}: read files with "
+            "kompakt.load"
+        )
+    obj = _parse_content(content, format)
+    _check_document(obj, "the content")
+    return _load(obj, format or detect_format(obj))
 
 
-def _read_file(path: Path, format: str | None) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
-    except FileNotFoundError:
-        raise FormatError(f"file not found: {str(path)!r}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read {str(path)!r}: {exc}") from None
-    if path.suffix == ".jsonl" and format in (None, "jsonl"):
+def _parse_content(content: Any, format: str | None) -> Any:
+    """Parse text and bytes; check the nesting of documents and lists."""
+    if isinstance(content, bytes | bytearray):
+        content = decode(bytes(content), "bytes")
+    if isinstance(content, str):
+        return _parse_string(content.removeprefix("\ufeff"), format)
+    if isinstance(content, Mapping | Sequence):
+        check_depth(content, "the document")
+        return content
+    raise InputError(
+        f"loads() parses JSON text, bytes, a dict or a list, got {type(content).__name__}"
+    )
+
+
+def _parse_string(text: str, format: str | None) -> Any:
+    stripped = text.lstrip()
+    if format == "jsonl" and (not stripped or stripped.startswith("{")):
         return _Jsonl(text)
-    return _parse_text(text, format, repr(str(path)))
+    if not stripped.startswith(("{", "[")):
+        raise FormatError("text is neither JSON nor JSONL (to read a file, use kompakt.load)")
+    return _parse_text(text, format, "JSON text")
+
+
+def _check_document(obj: Any, what: str) -> None:
+    if isinstance(obj, str | bytes) and not isinstance(obj, _Jsonl):
+        raise FormatError(f"{what} holds no transcript: expected a JSON document or list, or JSONL")
 
 
 class _Jsonl(str):
@@ -111,7 +149,7 @@ def _parse_text(text: str, format: str | None, what: str) -> Any:
     if format == "jsonl":
         return _Jsonl(text)
     try:
-        return json.loads(text)
+        return parse_json(text, what)
     except ValueError as exc:
         lines = [line for line in text.split("\n") if line.strip()]
         if len(lines) > 1 and all(line.lstrip().startswith("{") for line in lines):
@@ -120,7 +158,8 @@ def _parse_text(text: str, format: str | None, what: str) -> Any:
 
 
 def detect_format(obj: Any) -> str:
-    """The format of a parsed document, a message list, JSONL text or a file path.
+    """The format of a parsed document, a message list, JSON or JSONL text, or the file
+    at a `Path` (a string is content here, as in `loads`).
 
     >>> detect_format({"system": "be brief", "messages": []})
     'anthropic'
@@ -131,8 +170,17 @@ def detect_format(obj: Any) -> str:
     """
     if isinstance(obj, _Jsonl):
         return "jsonl"
-    if isinstance(obj, str | Path | bytes):
-        return detect_format(_read(obj, None))
+    if isinstance(obj, os.PathLike):
+        if Path(obj).suffix == ".jsonl":
+            return "jsonl"
+        shown = repr(os.fspath(obj))
+        obj = _parse_text(read_file(obj), None, shown)
+        _check_document(obj, shown)
+        return detect_format(obj)
+    if isinstance(obj, str | bytes):
+        parsed = _parse_content(obj, None)
+        _check_document(parsed, "the content")
+        return detect_format(parsed)
     if isinstance(obj, Mapping):
         return _detect_document(obj)
     if isinstance(obj, Sequence):

@@ -20,7 +20,7 @@ groups them the way the API pairs them:
   the index makes it a ``compaction`` group no strategy edits.
 
 The order of items inside a run and every field kompakt does not model are kept as
-hints, so ``dump(load(x)) == x``.
+hints, so ``dump(loads(x)) == x``.
 
 >>> items = [
 ...     {"role": "user", "content": "weather in Paris?"},

@@ -105,7 +105,7 @@ def loads_or_text(text: str) -> Any:
     """`text` parsed as JSON, or `text` itself when it is not JSON."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -293,7 +293,9 @@ def digest(
     but a statement there that updates one of the span's (or an instruction that
     replaces one) keeps the stale one out of the note.
 
-    >>> digest([Message.user("Deploy v2.3.1 on 2024-05-01")], max_tokens=50)
+    >>> from kompakt.tokens import CharEstimator
+    >>> flat = CharEstimator(chars_per_token=4)
+    >>> digest([Message.user("Deploy v2.3.1 on 2024-05-01")], max_tokens=50, tokenizer=flat)
     '## User requests\\n- Deploy v2.3.1 on 2024-05-01'
     """
     return build_note(messages, max_tokens, tokenizer=tokenizer, later=later).text

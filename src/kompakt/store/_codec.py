@@ -57,12 +57,17 @@ def search_text(m: Message) -> str:
         parts.append(f"{c.name} {c.arguments}")
     if m.name:
         parts.append(m.name)
-    text = "\n".join(parts)
+    return utf8_safe("\n".join(parts))
+
+
+def utf8_safe(text: str) -> str:
+    """`text` with each lone surrogate (which UTF-8 cannot encode) as ``?``: what search
+    indexes, and so what a query must say to find it."""
     return text if _utf8(text) else text.encode("utf-8", "replace").decode("utf-8")
 
 
 def to_messages(items: Iterable[Message | Mapping[str, Any]]) -> list[Message]:
-    """Messages from Message objects and/or dicts in any format `kompakt.load` reads."""
+    """Messages from Message objects and/or dicts in any format `kompakt.loads` parses."""
     out: list[Message] = []
     pending: list[Mapping[str, Any]] = []
     for item in items:
@@ -84,10 +89,10 @@ def _load(dicts: Sequence[Mapping[str, Any]]) -> list[Message]:
     if not dicts:
         return []
     try:
-        from kompakt.formats import load
+        from kompakt.formats import loads
     except ImportError:
         return [_native_from_dict(d) for d in dicts]
-    return list(load([dict(d) for d in dicts]))
+    return list(loads([dict(d) for d in dicts]))
 
 
 # -- the native form (used until kompakt.formats provides message_to_dict) -------------

@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 MessageLike: TypeAlias = "Message | Mapping[str, Any]"
-"""What `append` takes: a `Message`, or a dict in any format `kompakt.load` reads."""
+"""What `append` takes: a `Message`, or a dict in any format `kompakt.loads` parses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +352,7 @@ class StoreBase(ABC):
         _check_limit(limit)
         if not query.strip():
             return []
-        return [m for _, m in self._search_rows(session, query, limit)]
+        return [m for _, m in self._search_rows(session, _codec.utf8_safe(query), limit)]
 
     def current_view(self, session: str, *, tokenizer: Tokenizer | None = None) -> View:
         index = MessageIndex(self.messages(session), tokenizer=tokenizer)
@@ -375,7 +375,7 @@ class StoreBase(ABC):
         found: dict[int, Message] = {}
         candidates = self._rows_by_ids(session, list(ids)) if ids else []
         if query and query.strip():
-            candidates += self._search_rows(session, query, 50)
+            candidates += self._search_rows(session, _codec.utf8_safe(query), 50)
         used = 0
         for seq, m in candidates:  # best first: ids asked for, then by relevance
             if seq in found:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from kompakt.errors import StoreError
+from kompakt.errors import ConfigError, StoreError
 from kompakt.messages import Message
 from kompakt.store import _codec, base
 from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
@@ -96,6 +96,11 @@ class SQLiteStore(StoreBase):
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
         self.path = os.fspath(path)
+        if not isinstance(self.path, str) or not self.path.strip():
+            # sqlite3 would silently open a temporary database that vanishes on close
+            raise ConfigError(
+                f"SQLiteStore needs a database file path (or ':memory:'), got {path!r}"
+            )
         self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(

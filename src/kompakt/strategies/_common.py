@@ -203,7 +203,7 @@ _SHORT_ARGS: dict[tuple[str, int], str] = {}
 def _short_args(arguments: str, limit: int) -> str:
     try:
         data = json.loads(arguments)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return abbreviate(" ".join(arguments.split()), limit)
     if isinstance(data, dict):
         parts = []

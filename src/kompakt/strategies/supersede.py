@@ -188,7 +188,7 @@ class SupersedeReads(BaseStrategy):
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return arguments
 
 
