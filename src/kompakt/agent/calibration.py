@@ -12,7 +12,7 @@ the provider bills.
 >>> from kompakt.view import View
 >>> view = View(MessageIndex([Message.user("x" * 400)]))
 >>> view.total_tokens, Calibrated(view, 300).total_tokens
-(165, 465)
+(104, 404)
 >>> TokensExceed(200)(view), Shifted(TokensExceed(200), 300)(view)
 (False, True)
 """

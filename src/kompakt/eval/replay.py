@@ -20,7 +20,7 @@ which are still visible, and which only recall over the originals would bring ba
 ...             if self.view.total_tokens <= 30: break
 ...             self.view.drop(g)
 ...         return self.view, None
->>> run = [Message.user("task")] + [Message.assistant("a short answer " * 2) for _ in range(6)]
+>>> run = [Message.user("task")] + [Message.assistant("x" * 40) for _ in range(6)]
 >>> result = replay(run, DropOldest())
 >>> result.peak_tokens_full > 40 >= result.steps[-1].tokens_sent
 True
