@@ -246,26 +246,26 @@ def test_compact_for_retry_returns_the_same_format_within_the_retry_budget() -> 
     sent = openai_dicts()
     overflow = parse_overflow(ANTHROPIC)
     assert overflow is not None
-    before = View(MessageIndex(kompakt.load(sent), tokenizer=CharEstimator())).total_tokens
+    before = View(MessageIndex(kompakt.loads(sent), tokenizer=CharEstimator())).total_tokens
     smaller, event = compact_for_retry(sent, overflow)
     assert isinstance(smaller[0], dict) and smaller[0]["role"] == "system"
     assert event.overflow is overflow and event.tokens_before == before
     assert event.tokens_after <= overflow.retry_budget(before) < before
     assert sent == openai_dicts()  # the input is untouched
-    assert not find_problems(kompakt.load(smaller))
+    assert not find_problems(kompakt.loads(smaller))
 
 
 def test_compact_for_retry_steps_20_percent_when_the_error_gives_no_numbers() -> None:
     overflow = parse_overflow(OPENAI_RESPONSES)
     assert overflow is not None and overflow.limit is None
-    index = MessageIndex(kompakt.load(openai_dicts()))
+    index = MessageIndex(kompakt.loads(openai_dicts()))
     smaller, event = compact_for_retry(index, overflow)
     assert all(isinstance(m, Message) for m in smaller)
     assert event.tokens_after <= int(event.tokens_before * 0.8)
 
 
 def test_compact_for_retry_on_a_view_keeps_the_views_edits() -> None:
-    index = MessageIndex(kompakt.load(openai_dicts()))
+    index = MessageIndex(kompakt.loads(openai_dicts()))
     view = View(index)
     smaller, event = compact_for_retry(view, Overflow("openai", "x"), strategy="truncation")
     assert isinstance(smaller, View) and smaller is not view

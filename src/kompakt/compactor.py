@@ -509,7 +509,7 @@ def apply_compaction(
     >>> msgs = [Message.system("s")] + [Message.user("x" * 400) for _ in range(10)]
     >>> out = apply_compaction(msgs, Budgeted(300))
     >>> [m.synthetic for m in out], sum(CharEstimator().count_message(m) for m in out) <= 300
-    ([None, 'summary', None], True)
+    ([None, 'summary', None, None], True)
     """
     msgs, back = _read(messages, format)
     view, ctx = _prepare(msgs, tokenizer, summarizer)
