@@ -183,10 +183,15 @@ class MessageIndex:
             n += 1
         return message.evolve(id=f"{message.id}~{n}")
 
+    def _opening(self) -> bool:
+        """Nothing but system messages (and notes) so far: where a note passed back as
+        plain text stands. Asked only of a message that starts like a note."""
+        return all(g.kind in ("system", "summary") for g in self.groups)
+
     def _place(self, m: Message, pos: int) -> Group:
         if m.role == "tool":
             return self._place_result(m, pos)
-        if m.synthetic in ("summary", "facts") or is_note(m):
+        if m.synthetic in ("summary", "facts") or is_note(m, opening=self._opening()):
             return self._new_group("summary", pos)  # a note passed back as plain text too
         if m.role in ("system", "developer"):
             return self._new_group("system", pos)

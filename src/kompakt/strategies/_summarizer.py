@@ -161,7 +161,7 @@ class SummarizingStrategy(BaseStrategy):
             span.groups.append(g)
             span.tokens += rendered_tokens(view, g)
             for m in rendered:
-                if m.synthetic == "summary" or is_note(m):
+                if m.synthetic == "summary" or (idx.groups[g].kind == "summary" and is_note(m)):
                     span.previous.append(m)
                     for mid in m.covers:
                         pos = idx.position(mid)
