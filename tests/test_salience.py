@@ -157,3 +157,11 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
         "kompakt.notes.salience",
         "kompakt.notes.units",
     }, loaded
+
+
+def test_the_other_speaker_of_a_chat_counts_when_specific() -> None:
+    """In a chat between two people one of them is the "assistant": what they tell about
+    themselves counts when it names something; an assistant's offer of help does not."""
+    texts = ["I adopted a puppy named Luna last week.", "I can help you with that."]
+    s = Salience.of(texts * 3)
+    assert s.score(texts[0], "assistant") > 2 * s.score(texts[1], "assistant")

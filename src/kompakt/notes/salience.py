@@ -418,6 +418,18 @@ def self_fact_signal(text: str) -> float:
 
 # -- the score ---------------------------------------------------------------------------
 
+
+def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
+    """The user telling about themselves weighs most; the other side of a conversation
+    (a second person in a chat between two) counts when it names something specific,
+    so "I adopted a puppy named Luna" counts and "I can help with that" does not."""
+    if source == "user":
+        return 2.0 * _self_fact(t)
+    if source == "assistant" and specific:
+        return 1.5 * _self_fact(t)
+    return 0.0
+
+
 _AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
 
 
@@ -467,7 +479,7 @@ class Salience:
             + 1.5 * min(values, 3.0)
             + 1.5 * _change(t)
             + 1.2 * min(entities, 3.0)
-            + (2.0 * _self_fact(t) if source == "user" else 0.0)
+            + _self_fact_weight(t, source, bool(values or entities))
             + 3.0 * self._rarity(t)
         )
         if len(t.content) < 3 and not (values or entities):
