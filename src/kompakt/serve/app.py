@@ -137,6 +137,24 @@ class Proxy:
 
     async def passthrough(self, request: Request) -> Response:
         api = self.config.api_for(request.url.path, request.headers)
+        admitted = await self._admit(request, api)
+        if isinstance(admitted, Response):
+            return admitted
+        url, body, headers = admitted
+        sent = await self._send(api, request.method, url, headers, body)
+        if isinstance(sent, Response):
+            return sent
+        return StreamingResponse(
+            self.upstream.relay(sent),
+            status_code=sent.status_code,
+            headers=response_headers(sent.headers),
+        )
+
+    async def _admit(
+        self, request: Request, api: Api
+    ) -> Response | tuple[str, bytes, dict[str, str]]:
+        """The checks every route makes first (key, upstream, size): an error response, or
+        the upstream URL, the raw body and the headers to forward."""
         denied, drop = self._denied(request, api)
         if denied is not None:
             return denied
@@ -147,15 +165,7 @@ class Proxy:
             body = await self._body(request)
         except _TooLarge:
             return self._too_large(api)
-        headers = request_headers(request.headers, drop)
-        sent = await self._send(api, request.method, url, headers, body)
-        if isinstance(sent, Response):
-            return sent
-        return StreamingResponse(
-            self.upstream.relay(sent),
-            status_code=sent.status_code,
-            headers=response_headers(sent.headers),
-        )
+        return url, body, request_headers(request.headers, drop)
 
     # -- compacting routes ----------------------------------------------------------------
 
@@ -170,20 +180,13 @@ class Proxy:
 
     async def compacting(self, request: Request, api: Api) -> Response:
         started = time.perf_counter()
-        denied, drop = self._denied(request, api)
-        if denied is not None:
-            return denied
-        url = self._url(api, request)
-        if url is None:
-            return self._no_upstream(api)
-        try:
-            raw = await self._body(request)
-        except _TooLarge:
-            return self._too_large(api)
+        admitted = await self._admit(request, api)
+        if isinstance(admitted, Response):
+            return admitted
+        url, raw, headers = admitted
         body, problem = _parse(raw, api)
         if body is None:
             return error_response(api, 400, problem)
-        headers = request_headers(request.headers, drop)
         if api == "responses" and body.get("previous_response_id") is not None:
             # the upstream holds the history: only the new items are here
             sent = await self._send(api, "POST", url, headers, raw)
