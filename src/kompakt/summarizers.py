@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from kompakt.messages import Message
-from kompakt.notes import build_note
+from kompakt.notes import rolled_note
 from kompakt.notes.answer import answer
 from kompakt.tokens import Tokenizer
 
@@ -66,8 +66,7 @@ class DigestSummarizer:
         limit: int,
         tokenizer: Tokenizer,
     ) -> str:
-        prior = [Message.user(previous, synthetic="summary")] if previous else []
-        return build_note([*prior, *span], max(limit, 0), tokenizer=tokenizer).text
+        return rolled_note(span, previous, limit, tokenizer=tokenizer).text
 
     def facts(
         self, span: Sequence[Message], question: str, *, tokenizer: Tokenizer, max_facts: int = 6

@@ -60,6 +60,7 @@ __all__ = [
     "digest",
     "digest_items",
     "is_note",
+    "rolled_note",
     "split_ledger",
     "standing_instructions",
     "with_ledger",
@@ -320,6 +321,27 @@ def build_note(
         return Note("")
     ex = _extract(messages, max_tokens, tok, later)
     return _render_within(ex.items(), ex.ledger, max_tokens, tok)
+
+
+def rolled_note(
+    messages: Sequence[Message],
+    previous: str,
+    max_tokens: int,
+    *,
+    tokenizer: Tokenizer | None = None,
+    later: Sequence[Message] = (),
+) -> Note:
+    """`build_note` of `messages` with the note written before (`previous`) merged in.
+
+    >>> note = rolled_note([Message.user("Use metric units.")], "Booked the 9 May flight.", 80)
+    >>> print(note.text)
+    ## Standing instructions (the user's words)
+    - Use metric units.
+    ## Earlier summary
+    - Booked the 9 May flight.
+    """
+    prior = [Message.user(previous, synthetic="summary")] if previous else []
+    return build_note([*prior, *messages], max(max_tokens, 0), tokenizer=tokenizer, later=later)
 
 
 def digest_items(

@@ -27,7 +27,7 @@ from kompakt.models.base import (
 )
 from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.registry import as_model, default_summarizer
-from kompakt.notes import build_note, is_note, split_ledger, standing_instructions, with_ledger
+from kompakt.notes import is_note, rolled_note, split_ledger, standing_instructions, with_ledger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.truncation import holds_summary
 from kompakt.summarizers import DigestSummarizer, Summarizer
@@ -658,8 +658,7 @@ def _digest_of(
     context: CompactionContext | None = None,
 ) -> str:
     """The digest note; what the ledger could not keep is said on the running step."""
-    prior = [Message.user(previous, synthetic="summary")] if previous else []
-    note = build_note([*prior, *messages], max(limit, 0), tokenizer=tok, later=later)
+    note = rolled_note(messages, previous, limit, tokenizer=tok, later=later)
     if note.instructions_dropped and context is not None:
         context.note(
             detail=f"{note.instructions_dropped} oldest standing instruction(s) left out: "
