@@ -43,6 +43,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from kompakt.fencing import escape
 from kompakt.messages import Message
@@ -169,6 +170,9 @@ _IDENT_RE = re.compile(
 )
 _VALUE_GROUPS = frozenset({2, 3, 4, 8})
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
+_VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
+_WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
 _PATH_HINT_RE = re.compile(r"/|\w\.[A-Za-z]")
 _CODE_LIKE = re.compile(r"[\w$.-][^\s`]*[\w)\]/]|[\w$.-][^`]*[_./()\[\]=:][^`]*[\w)\]/]")
 _EDIT_RE = re.compile(
@@ -871,18 +875,16 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         (i for i in ranked if i not in firsts),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    chosen: list[_Item] = []
-    sections: set[str] = set()
+    picked = _Chosen(rules)
     used = 0
-    words = [_words(r) for r in rules]
     for item in [*firsts, *rest]:
-        header = 0 if item.section in sections else _section_cost(item.section, [], tok)
+        header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
         cost = costs[id(item)] + header
-        if used + cost > budget or _redundant(item, chosen, words):
+        if used + cost > budget or picked.redundant(item):
             continue
-        chosen.append(item)
-        sections.add(item.section)
+        picked.add(item)
         used += cost
+    chosen = picked.items
     note = _render(chosen, rules)
     while chosen and tok.count_text(note) > max_tokens:  # estimates were low: drop the weakest
         chosen.remove(min(chosen, key=lambda i: i.score))
@@ -939,41 +941,86 @@ def _failed(item: _Item) -> bool:
     return any(f.startswith("exit ") and f != "exit 0" for f in item.flags)
 
 
-def _redundant(item: _Item, chosen: list[_Item], rules: Sequence[set[str]] = ()) -> bool:
-    if item.section == "identifiers":  # already quoted verbatim elsewhere in the note
-        return any(item.text in o.text for o in chosen if o.section != "identifiers")
-    if item.section == "files":
-        return False
-    if item.section == "facts" and any(
-        item.text in o.text for o in chosen if o.section in ("requests", "earlier")
-    ):
-        return True
-    key = item.key
-    if any(o.section == item.section and key and key in o.key for o in chosen):
-        return True
-    if item.section in ("decisions", "errors", "facts", "quoted"):  # worded again
-        words, values = _words(item.text), _values(item.text)
-        if any(_similar(words, r) for r in rules):
+class _Chosen:
+    """The lines a note has taken so far, with what the redundancy checks compare read
+    once per line: the checks run for every candidate, against every line taken.
+
+    Lines worded alike are found by prefix filtering: two word sets with a Jaccard
+    similarity of at least `_ALIKE` share a word among the first few of each (in one
+    fixed order of words, longest first), so only lines sharing one of those are compared.
+    """
+
+    def __init__(self, rules: Sequence[str]) -> None:
+        self.items: list[_Item] = []
+        self.sections: set[str] = set()
+        self.rules = [_words(r) for r in rules]
+        self.keyed: dict[str, list[str]] = {}  # section -> keys taken
+        self.texts: dict[str, list[str]] = {}  # section -> texts taken
+        self.alike: dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]] = {}
+
+    def add(self, item: _Item) -> None:
+        self.items.append(item)
+        self.sections.add(item.section)
+        self.keyed.setdefault(item.section, []).append(item.key)
+        self.texts.setdefault(item.section, []).append(item.text)
+        words = _words(item.text)
+        entry = (words, _values(item.text))
+        for w in _prefix(words):
+            self.alike.setdefault((item.section, w), []).append(entry)
+
+    def redundant(self, item: _Item) -> bool:
+        section = item.section
+        if section == "identifiers":  # already quoted verbatim elsewhere in the note
+            return any(item.text in o.text for o in self.items if o.section != "identifiers")
+        if section == "files":
+            return False
+        if section == "facts" and any(
+            item.text in t for s in ("requests", "earlier") for t in self.texts.get(s, ())
+        ):
             return True
-        return any(  # alike in words is not the same when it states another value
-            o.section == item.section
-            and _similar(words, _words(o.text))
-            and values <= _values(o.text)
-            for o in chosen
-        )
-    return False
+        key = item.key
+        if key and any(key in k for k in self.keyed.get(section, ())):
+            return True
+        if section in ("decisions", "errors", "facts", "quoted"):  # worded again
+            words, values = _words(item.text), _values(item.text)
+            if any(_similar(words, r) for r in self.rules):
+                return True
+            # alike in words is not the same when it states another value
+            return any(
+                _similar(words, w) and values <= v
+                for p in _prefix(words)
+                for w, v in self.alike.get((section, p), ())
+            )
+        return False
 
 
-def _values(text: str) -> set[str]:
-    return set(re.findall(r"\w*\d[\w.:/-]*", text))
+_ALIKE = 0.6
 
 
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[a-z_]\w+", text.lower()))
+def _prefix(words: frozenset[str]) -> list[str]:
+    """The words of a set that any set alike to it (`_similar`) shares one of."""
+    n = len(words) - math.ceil(_ALIKE * len(words)) + 1
+    return sorted(words, key=lambda w: (-len(w), w))[:n]
 
 
-def _similar(a: set[str], b: set[str]) -> bool:
-    return bool(a and b) and len(a & b) >= 0.6 * len(a | b)
+# Read once per text: the note compares each candidate with every line chosen before it.
+@lru_cache(maxsize=4096)
+def _values(text: str) -> frozenset[str]:
+    return frozenset(_VALUE_TOKEN_RE.findall(text))
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_WORD_TOKEN_RE.findall(text.lower()))
+
+
+def _similar(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Most words in common: a Jaccard similarity of `_ALIKE` at least."""
+    la, lb = len(a), len(b)
+    if not la or not lb or _ALIKE * max(la, lb) > min(la, lb):  # too unlike in size
+        return False
+    shared = len(a & b)
+    return shared >= _ALIKE * (la + lb - shared)
 
 
 def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
@@ -1040,7 +1087,9 @@ def _exit_status(text: str) -> int | None:
 
 def _fenced_action(text: str) -> str:
     """The action of a text agent: the last fenced block or ``<command>`` element."""
-    blocks = re.findall(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", text, re.DOTALL)
+    if "```" not in text and "<command>" not in text:
+        return ""
+    blocks = _ACTION_RE.findall(text)
     return next((b for b in blocks[-1] if b), "").strip() if blocks else ""
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 from kompakt.notes.salience import content_words, entity_signal, value_signal
 
@@ -106,11 +108,28 @@ def update_cue(text: str) -> bool:
     >>> update_cue("The meeting is now on Friday"), update_cue("The meeting is on Friday")
     (True, False)
     """
-    return bool(_UPDATE_CUE.search(text))
+    return _statement(text).cue
 
 
-def _subject_words(text: str) -> set[str]:
-    return {w for w in content_words(text) if w not in _GENERIC and not w[0].isdigit()}
+class _Statement(NamedTuple):
+    """What supersession reads of a statement, read once per text."""
+
+    subject: frozenset[str]  # content words that name what it speaks of
+    words: frozenset[str]  # all its content words
+    cue: bool  # it says something changed
+    stateful: bool  # it states a value or names a thing: it can go stale
+
+
+@lru_cache(maxsize=1 << 14)
+def _statement(text: str) -> _Statement:
+    words = content_words(text)
+    subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
+    stateful = bool(value_signal(text) or entity_signal(text))
+    return _Statement(subject, frozenset(words), bool(_UPDATE_CUE.search(text)), stateful)
+
+
+def _subject_words(text: str) -> frozenset[str]:
+    return _statement(text).subject
 
 
 def same_subject(older: str, newer: str) -> bool:
@@ -122,13 +141,16 @@ def same_subject(older: str, newer: str) -> bool:
     >>> same_subject("My cat is named Tom.", "The deadline moved to April 5.")
     False
     """
-    a, b = _subject_words(older), _subject_words(newer)
-    if not a or not b:
+    return _same_subject(_statement(older), _statement(newer))
+
+
+def _same_subject(a: _Statement, b: _Statement) -> bool:
+    if not a.subject or not b.subject:
         return False
-    shared = a & b
-    if len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2:
+    shared = len(a.subject & b.subject)
+    if shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject)):
         return True
-    return bool(shared) and update_cue(newer)
+    return shared > 0 and b.cue
 
 
 def superseded(older: str, newer: str) -> bool:
@@ -142,12 +164,15 @@ def superseded(older: str, newer: str) -> bool:
     >>> superseded("I live in Oslo.", "I love Oslo in winter.")
     False
     """
-    if not same_subject(older, newer) or not (value_signal(older) or entity_signal(older)):
+    return _superseded(_statement(older), _statement(newer))
+
+
+def _superseded(a: _Statement, b: _Statement) -> bool:
+    if not a.stateful or not _same_subject(a, b):
         return False  # only a statement of a value or a named thing can go stale
-    if update_cue(newer):
+    if b.cue:
         return True
-    a, b = set(content_words(older)), set(content_words(newer))
-    return len(a & b) >= 0.75 * max(len(a), len(b)) and a != b
+    return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
 
 
 @dataclass
@@ -222,17 +247,22 @@ def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
     ...                  ("The deadline moved to June 3.", 3)])
     {0: 2}
     """
+    statements = [_statement(t) for t, _ in texts]
     by_word: dict[str, list[int]] = {}
-    subjects = [_subject_words(t) for t, _ in texts]
-    for i, words in enumerate(subjects):
-        for w in words:
+    for i, st in enumerate(statements):
+        for w in st.subject:
             by_word.setdefault(w, []).append(i)
-    common = max(8, len(texts) // 20)
+    common = max(8, min(64, len(texts) // 20))
     gone: dict[int, int] = {}
-    for j, (newer, when) in enumerate(texts):
-        rivals = {i for w in subjects[j] if len(by_word[w]) <= common for i in by_word[w]}
+    for j, (_, when) in enumerate(texts):
+        newer = statements[j]
+        rivals: set[int] = set()
+        for w in newer.subject:
+            postings = by_word[w]
+            if len(postings) <= common:  # a word said everywhere names no subject
+                rivals.update(postings)
         for i in sorted(rivals):
-            if i != j and texts[i][1] < when and superseded(texts[i][0], newer):
+            if i != j and texts[i][1] < when and _superseded(statements[i], newer):
                 gone[i] = j  # the newest statement that supersedes it wins
     return gone
 

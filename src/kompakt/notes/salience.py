@@ -78,7 +78,6 @@ _INSTRUCTION_ZH = re.compile(
     r"总是|始终|永远不要|永远别|一直要|每次|以后|从现在起|从现在开始|今后|不要|别再|请勿|务必|"
     r"必须|记得|记住|我(?:更)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
 )
-_QUESTION = re.compile(r"\?\s*$|？\s*$")
 _STANDING_QUESTION = re.compile(
     r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
     r"|remember|make sure|avoid|try to)\b.*|\b(?:from now on|going forward|in (?:the )?future"
@@ -89,26 +88,36 @@ _STANDING_QUESTION = re.compile(
 
 # -- constraints, values, changes, entities --------------------------------------------
 
-_CONSTRAINT = re.compile(
-    r"\b(?:must(?:n't| not)?|only|at (?:most|least)|no (?:more|less|later|earlier) than"
-    r"|up to|maximum|minimum|max|min|limit(?:ed)?|cap(?:ped)?|deadline|due|budget"
-    r"|require[sd]?|requirement|mandatory|cannot|can't|not allowed|forbidden|allowed"
-    r"|commit(?:ted)?|promise[sd]?|agreed|guarantee[sd]?|by (?:monday|tuesday|wednesday|"
-    r"thursday|friday|saturday|sunday|tomorrow|tonight|end of))\b"
-    r"|必须|只能|最多|最少|不超过|截止|预算|限制|不能",
+# Constraints and changes: most cues are one word, read from the unit's word set; the
+# few phrases are searched only when their first word is there.
+_CONSTRAINT_WORDS = _wordset(
+    """must mustn't only maximum minimum max min limit limited cap capped deadline due budget
+    require requires required requirement mandatory cannot can't forbidden allowed commit
+    committed promise promises promised agreed guarantee guarantees guaranteed"""
+)
+_CONSTRAINT_PHRASE = re.compile(
+    r"\b(?:at (?:most|least)|no (?:more|less|later|earlier) than|up to|by (?:monday|tuesday"
+    r"|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|end of))\b",
     re.IGNORECASE,
 )
-_CHANGE = re.compile(
-    r"\b(?:decid(?:e|ed|ing)|decision|switch(?:ed|ing)?|moved|moving|chang(?:ed|ing)|"
-    r"updat(?:e|ed|ing)|now|no longer|"
-    r"any ?more|instead|replac(?:e|ed|ing)|dropp(?:ed|ing)|cancel(?:l?ed)?|postpon(?:e|ed)|"
-    r"reschedul(?:e|ed)|push(?:ed)? (?:back|to)|went with|going with|chose|picked|settled on|"
-    r"blocked (?:on|by)|next step|plan (?:is|to)|we'll use|will use|actually|turns out|"
-    r"switch(?:ed)?|upgrad(?:e|ed)|downgrad(?:e|ed)|migrat(?:e|ed|ing)|raised|lowered|"
-    r"increased|decreased|extended|shortened|confirmed|approved|rejected)\b"
-    r"|决定|改成|改为|换成|换到|搬到|现在|不再|取消|推迟|更新|下一步",
+_CONSTRAINT_PHRASE_GATE = _wordset("at no up by")
+_CONSTRAINT_ZH = re.compile(r"必须|只能|最多|最少|不超过|截止|预算|限制|不能")
+_CHANGE_WORDS = _wordset(
+    """decide decided deciding decision switch switched switching moved moving changed
+    changing update updated updating now anymore instead replace replaced replacing dropped
+    dropping cancel canceled cancelled postpone postponed reschedule rescheduled chose picked
+    actually upgrade upgraded downgrade downgraded migrate migrated migrating raised lowered
+    increased decreased extended shortened confirmed approved rejected"""
+)
+_CHANGE_PHRASE = re.compile(
+    r"\b(?:no longer|any more|push(?:ed)? (?:back|to)|went with|going with|settled on"
+    r"|blocked (?:on|by)|next step|plan (?:is|to)|we'll use|will use|turns out)\b",
     re.IGNORECASE,
 )
+_CHANGE_PHRASE_GATE = _wordset(
+    "no any push pushed went going settled blocked next plan we'll will turns"
+)
+_CHANGE_ZH = re.compile(r"决定|改成|改为|换成|换到|搬到|现在|不再|取消|推迟|更新|下一步")
 # A capitalized word that does not start the sentence: a name, a place, a product.
 _NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]{2,}\b)")
 _NOT_NAMES = _wordset(
@@ -174,20 +183,6 @@ _INSTRUCTION_GATE = _wordset(
     eat allergic vegetarian vegan preference rule call refer address answer reply respond
     write use answers replies responses"""
 )
-_CONSTRAINT_GATE = _wordset(
-    """must mustn't only most least more less later earlier up maximum minimum max min limit
-    limited cap capped deadline due budget require requires required requirement mandatory
-    cannot can't allowed forbidden commit committed promise promised promises agreed
-    guarantee guaranteed by"""
-)
-_CHANGE_GATE = _wordset(
-    """decide decided deciding decision switch switched switching move moved moving change
-    changed changing update updated updating now longer anymore more instead replace replaced
-    replacing dropped dropping cancel canceled cancelled postpone postponed reschedule
-    rescheduled push pushed went going chose picked settled blocked next plan use actually
-    turns upgrade upgraded downgrade downgraded migrate migrated migrating raised lowered
-    increased decreased extended shortened confirmed approved rejected"""
-)
 _SELF_WORDS = _wordset("i i'm i've i'd i'll my mine me we we're we've our us")
 _DATE_WORDS = _wordset(
     """jan january feb february mar march apr april may jun june jul july aug august sep sept
@@ -235,6 +230,7 @@ class _Text:
     cjk: bool
     digits: bool
     capitals: bool
+    question: bool
 
 
 @lru_cache(maxsize=1 << 16)
@@ -256,7 +252,8 @@ def _read(text: str) -> _Text:
     digits = _DIGIT.search(text) is not None
     capitals = text[1:] != lower[1:]
     wordset = frozenset(words)
-    return _Text(text, wordset, tuple(content), cjk, digits, capitals)
+    question = text.rstrip().endswith(("?", "？"))
+    return _Text(text, wordset, tuple(content), cjk, digits, capitals, question)
 
 
 def content_words(text: str) -> list[str]:
@@ -274,7 +271,7 @@ def content_words(text: str) -> list[str]:
 def _instruction(t: _Text) -> bool:
     if len(t.text) < 8:
         return False
-    if _QUESTION.search(t.text):  # "could you stop using emojis from now on?" asks for good
+    if t.question:  # "could you stop using emojis from now on?" asks for good
         return bool(t.words & _INSTRUCTION_GATE) and bool(_STANDING_QUESTION.search(t.text))
     if t.cjk and _INSTRUCTION_ZH.search(t.text):
         return True
@@ -282,8 +279,27 @@ def _instruction(t: _Text) -> bool:
 
 
 def _constraint(t: _Text) -> float:
-    gated = t.cjk or bool(t.words & _CONSTRAINT_GATE)
-    return 1.0 if gated and _CONSTRAINT.search(t.text) else 0.0
+    return (
+        1.0
+        if _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH)
+        else 0.0
+    )
+
+
+def _cued(
+    t: _Text,
+    words: frozenset[str],
+    phrase_gate: frozenset[str],
+    phrase: re.Pattern[str],
+    chinese: re.Pattern[str],
+) -> bool:
+    """A one-word cue in the word set, a phrase whose first word is there, or (in CJK
+    text, which has no spaces to split words on) the Chinese cues."""
+    if not t.words.isdisjoint(words):
+        return True
+    if not t.words.isdisjoint(phrase_gate) and phrase.search(t.text):
+        return True
+    return t.cjk and chinese.search(t.text) is not None
 
 
 def _value(t: _Text) -> float:
@@ -308,8 +324,8 @@ def _value(t: _Text) -> float:
 
 
 def _change(t: _Text) -> float:
-    gated = t.cjk or bool(t.words & _CHANGE_GATE)
-    return 1.0 if gated and _CHANGE.search(t.text) else 0.0
+    cued = _cued(t, _CHANGE_WORDS, _CHANGE_PHRASE_GATE, _CHANGE_PHRASE, _CHANGE_ZH)
+    return 1.0 if cued else 0.0
 
 
 def _entity(t: _Text) -> float:
@@ -334,7 +350,7 @@ def _entity(t: _Text) -> float:
 
 
 def _self_fact(t: _Text) -> float:
-    if _QUESTION.search(t.text):
+    if t.question:
         return 0.0
     if t.cjk and "我" in t.text:
         return 1.0 if _SELF_FACT_ZH.search(t.text) else 0.0
@@ -484,7 +500,7 @@ class Salience:
         )
         if len(t.content) < 3 and not (values or entities):
             signal *= 0.2  # "sounds fine to me": a few words with nothing specific
-        if _QUESTION.search(text) and not values:
+        if t.question and not values:
             signal *= 0.6  # what was asked says less than what was told
         generic = source == "assistant" and not (values or entities)
         if generic and _GENERIC_OPENERS.match(text):

@@ -22,8 +22,9 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # end punctuation (no space needed). Abbreviations ("e.g. the") stay joined: a lower-case
 # word follows them.
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=[。！？；])"
+    r"[.!?]\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
+_ENDS = frozenset(".!?。！？；")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
 _MIN_CHARS = 2
 _MAX_CHARS = 600
@@ -57,7 +58,16 @@ def split_sentences(line: str) -> list[str]:
         return []
     if _BULLET.match(line) and len(line) <= _MAX_CHARS:
         return [_BULLET.sub("", line, count=1).strip()]
-    return [s.strip() for s in _SENTENCE_END.split(line) if s and s.strip()]
+    if _ENDS.isdisjoint(line):
+        return [line]
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(line):
+        cut = m.start() + 1  # the end mark stays with its sentence, the space goes
+        out.append(line[start:cut].strip())
+        start = m.end()
+    out.append(line[start:].strip())
+    return [s for s in out if s]
 
 
 def split_units(message: Message, position: int, *, first_order: int = 0) -> list[Unit]:
