@@ -208,8 +208,14 @@ def test_a_constraint_planted_in_a_tool_result_is_kept() -> None:
 
 def test_source_listings_and_grep_hits_are_not_facts() -> None:
     note = digest(list(load(MINI[0]))[1:-6], max_tokens=800)  # astropy: grep -n, sed -n output
-    facts = note.split(f"## {SECTIONS['facts']}\n")[1].split("\n## ")[0]
-    for line in facts.splitlines():
+    kept = [
+        note.split(f"## {SECTIONS[s]}\n")[1].split("\n## ")[0]
+        for s in ("facts", "quoted")
+        if f"## {SECTIONS[s]}\n" in note
+    ]
+    assert kept  # the run states facts, and its tools print some
+    for line in "\n".join(kept).splitlines():
+        line = re.sub(r"^- \([^)]*\) ", "- ", line)  # a quoted line's label
         assert not re.match(r"- \d+[-:]", line) and not line.startswith("-     "), line
 
 
@@ -229,8 +235,11 @@ def test_reasoning_with_must_stays_a_decision_and_labelled_values_are_facts() ->
     assert "the bug must be in the eviction loop" in decisions
     assert "DEC-0042" in facts  # the assistant said it: a fact
     # the tool printed these: quoted data, attributed to the call, not facts of the run
-    assert "(tool c) Config: redis 7.2.4 listens on port 6380" in quoted
-    assert "(tool c) Never flush the prod db." in quoted and "port 6380" not in facts
+    # (lines of one call under its label, written once)
+    assert (
+        "- (tool c) Config: redis 7.2.4 listens on port 6380\n  Never flush the prod db." in quoted
+    )
+    assert "port 6380" not in facts
 
 
 def test_commands_with_the_same_head_prefer_failing_and_latest() -> None:

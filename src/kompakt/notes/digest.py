@@ -108,6 +108,7 @@ _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _UNITS_PER_REQUEST = 2  # the request is kept whole (or its head): its best lines besides
+_AGENT_TASK = -5.0  # an agent's task, kept whole: its standing rules go to the ledger, no more
 _IN_REQUEST = -4.0  # a unit of the request kept whole: it is in the note already, or was cut
 
 _EXT = (
@@ -139,6 +140,7 @@ _ERROR_RE = re.compile(
     r"|No such file or directory|Permission denied|command not found|Segmentation fault"
     r"|^E\s{2,}\S",
 )
+_ERROR_ANYWHERE_RE = re.compile(_ERROR_RE.pattern, re.MULTILINE)
 _OBSERVATION_RE = re.compile(  # tool output sent as a user message (SWE-agent, text agents)
     r"<returncode>|\(Open file: |\(Current directory: |^bash-\$\s*$|<output>", re.MULTILINE
 )
@@ -241,6 +243,7 @@ class _Item:
     key: str = ""
     count: int = 1
     flags: set[str] = field(default_factory=set)
+    source: str = ""  # who printed a quoted line (tool and call): its label
 
 
 class _Collector:
@@ -517,9 +520,18 @@ def _extract(
             # are ranked with everything else that was said
             opening = agentic or (pos == 0 and not noted)
             if not asked and opening and (agentic or _a_request(text)):
-                ex.request = (pos, _request(c, text, recency, max_tokens, tok))
                 asked, bonus = True, _IN_REQUEST
-            _conversation(ex, m, pos, recency, bonus=bonus)
+                room = max_tokens // 4
+                if agentic:  # an agent's task: its rules go to the ledger, the rest is
+                    # the request; the two share the request's room, so that neither
+                    # crowds the agent's steps out
+                    _conversation(ex, m, pos, recency, bonus=_AGENT_TASK)
+                    rules = [e.text for e in ex.ledger.entries()]
+                    room -= _section_cost("instructions", rules, tok) if rules else 0
+                    text = _without_rules(m, pos)
+                ex.request = (pos, _request(c, text, recency, room, tok))
+            if bonus == 0.0 or not agentic:
+                _conversation(ex, m, pos, recency, bonus=bonus)
             _identifiers(c, text, recency, weight=1.5, values=False)
             _paths(c, text, recency, weight=3.0)
             acted = False
@@ -554,7 +566,7 @@ def _conversation(
     for u in split_units(m, pos, first_order=pos * 1000):
         if u.source == "user" and is_instruction(u.text):
             ex.ledger.add(u.text, order=pos + u.order / 1e6, shown=not context_only)
-        else:
+        elif bonus != _AGENT_TASK:
             ex.units.append((u, recency, _CONTEXT_ONLY if context_only else bonus))
 
 
@@ -603,11 +615,19 @@ def _rank_units(ex: _Extraction) -> None:
             ex.c.add("facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False)
 
 
-def _request(c: _Collector, text: str, recency: float, max_tokens: int, tok: Tokenizer) -> _Item:
+def _without_rules(m: Message, pos: int) -> str:
+    text = m.text
+    for u in split_units(m, pos):
+        if is_instruction(u.text):
+            text = text.replace(u.text, "", 1)
+    return text
+
+
+def _request(c: _Collector, text: str, recency: float, room: int, tok: Tokenizer) -> _Item:
     text = re.sub(r"\n{3,}", "\n\n", text.strip())
     return c.add(
         "requests",
-        clamp_tokens(text, max(16, max_tokens // 4), tok),
+        clamp_tokens(text, max(16, room), tok),
         10 + 2 * recency,
         recency,
     )
@@ -663,8 +683,8 @@ def _quoted(c: _Collector, m: Message, recency: float, owner: _Item | None) -> N
     for s, score in _best_facts(m.text):
         if _IMPERATIVE_RE.match(s):
             continue
-        text = f"({label}) {_defang(_clamp(s, _MAX_ITEM_CHARS))}"
-        c.add("quoted", text, score + 2.5 * recency, recency, key=_norm(s))
+        text = _defang(_clamp(s, _MAX_ITEM_CHARS))
+        c.add("quoted", text, score + 2.5 * recency, recency, key=_norm(s)).source = label
 
 
 def _prose_line(line: str) -> bool:
@@ -672,7 +692,7 @@ def _prose_line(line: str) -> bool:
     s = line.strip()
     if not 12 <= len(s) <= 400 or _GREP_HIT_RE.match(line) or _SOURCE_LINE_RE.match(line):
         return False
-    if _ERROR_RE.search(line) or s.startswith(("<", "$ ", ">>>", "...")):
+    if _ERROR_RE.search(line) or s.startswith(("<", "$ ", ">>>", "...", "+++ ", "--- ", "@@ ")):
         return False
     code = sum(1 for ch in s if ch in _CODE_CHARS)
     return code <= max(2, len(s) // 25) or bool(_KEY_VALUE_RE.match(s))
@@ -737,7 +757,8 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
         owner.flags.add(f"exit {code}")
         if code != 0:
             owner.score += 2
-    lines = text.splitlines()
+    # one scan of the whole output first: most print no error at all
+    lines = text.splitlines() if _ERROR_ANYWHERE_RE.search(text) else []
     frame = ""
     for line in lines:
         if _FRAME_RE.match(line):
@@ -756,7 +777,8 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
         if where and re.match(r"^[\w.]*(?:Error|Exception)", shown):
             shown = f"{shown} (at {where.group(1)}:{where.group(2)})"
         frame = ""
-        c.add("errors", shown, 6.75 + 3 * recency, recency)
+        # the same error raised from another place is the same error: one line, counted
+        c.add("errors", shown, 6.75 + 3 * recency, recency, key=_norm(line))
     for p in _PATH_RE.findall(text)[:50]:
         _add_path(c, p, recency, weight=0.5)
 
@@ -880,6 +902,8 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
     for item in [*firsts, *rest]:
         header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
         cost = costs[id(item)] + header
+        if item.source in picked.sources:  # under its call's label, written once
+            cost = tok.count_text(item.text) + 2 + header
         if used + cost > budget or picked.redundant(item):
             continue
         picked.add(item)
@@ -953,6 +977,7 @@ class _Chosen:
     def __init__(self, rules: Sequence[str]) -> None:
         self.items: list[_Item] = []
         self.sections: set[str] = set()
+        self.sources: set[str] = set()
         self.rules = [_words(r) for r in rules]
         self.keyed: dict[str, list[str]] = {}  # section -> keys taken
         self.texts: dict[str, list[str]] = {}  # section -> texts taken
@@ -961,6 +986,8 @@ class _Chosen:
     def add(self, item: _Item) -> None:
         self.items.append(item)
         self.sections.add(item.section)
+        if item.source:
+            self.sources.add(item.source)
         self.keyed.setdefault(item.section, []).append(item.key)
         self.texts.setdefault(item.section, []).append(item.text)
         words = _words(item.text)
@@ -1040,7 +1067,15 @@ def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
         if fenced:
             out.append("<tool_output>")
         reads = [i for i in items if _quiet_read(i)]
-        out.extend("- " + _line(i).replace("\n", "\n  ") for i in items if i not in reads)
+        source = ""
+        for i in items:
+            if i in reads:
+                continue
+            if i.source and i.source == source:  # more from the same call: under its label
+                out.append("  " + i.text.replace("\n", "\n  "))
+                continue
+            source = i.source
+            out.append("- " + _line(i).replace("\n", "\n  "))
         if reads:  # successful look-ups: one terse line, verbatim, no status
             out.append(_READS + _READ_SEP.join(i.text.removeprefix("$ ") for i in reads))
         if fenced:
@@ -1050,9 +1085,14 @@ def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
 
 def _quiet_read(item: _Item) -> bool:
     """A read-only command that did not fail: worth its text, not a line of its own."""
-    if item.section != "commands" or _failed(item) or _EDIT_RE.search(item.text):
+    return item.section == "commands" and not _failed(item) and _reads_only(item.text)
+
+
+@lru_cache(maxsize=4096)
+def _reads_only(command: str) -> bool:
+    if _EDIT_RE.search(command):
         return False
-    return bool(_READ_ONLY_RE.match(_CD_PREFIX_RE.sub("", item.text.removeprefix("$ "))))
+    return bool(_READ_ONLY_RE.match(_CD_PREFIX_RE.sub("", command.removeprefix("$ "))))
 
 
 def _cost(item: _Item, tok: Tokenizer) -> int:
@@ -1068,6 +1108,8 @@ def _line(item: _Item) -> str:
         return f"{shown} → {status}" if status else shown
     if item.section == "files" and "edited" in item.flags:
         return f"{item.text} (edited)"
+    if item.source:
+        return f"({item.source}) {item.text}"
     return item.text
 
 
