@@ -299,15 +299,27 @@ def test_pipeline_runs_each_on_its_own_trigger() -> None:
     assert ctx.steps[1].detail == "own trigger did not fire"
 
 
-def test_budgeted_default_chain_gentle_first() -> None:
+def test_budgeted_default_chain_clamps_then_digests_before_it_collapses() -> None:
     msgs = agent_run(groups=20, size=200)
     view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
     ctx = CompactionContext(view)
     assert Budgeted(3_000).apply(view, ctx)
     assert view.total_tokens <= 3_000
     names = [s.strategy for s in ctx.steps]
-    assert names[:3] == ["SupersedeReads", "ClampOversized", "CollapseToolResults"]
-    assert any(m.synthetic == "collapsed" for m in view.render())
+    assert names[:4] == ["SupersedeReads", "ClampOversized", "ClampToBudget", "ExtractiveDigest"]
+    assert "Truncation" not in names
+    note = next(m for m in view.render() if m.synthetic == "summary")
+    assert "## Commands run" in note.text  # the agent's steps are in the note
+
+
+def test_budgeted_default_chain_collapses_only_after_the_digest() -> None:
+    assert [type(s).__name__ for s in Budgeted(3_000).strategies] == [
+        "SupersedeReads",
+        "ClampOversized",
+        "ClampToBudget",
+        "ExtractiveDigest",
+        "CollapseToolResults",
+    ]
 
 
 @pytest.mark.parametrize("follow_up", [False, True], ids=["request-last", "follow-up-after"])

@@ -105,6 +105,12 @@ _ANSWERS = {  # question cue -> what the planted sentence says
     r"build number for step (\d+)": r"build number for step {n} of this fix is " + _CODE,
     r"rule (\d+)": r"\(ticket " + _CODE + r"\)[^(]*\(rule {n}\)",
     r"decision (\d+)": r"Decision " + _CODE + r":[^(]*\(decision {n}\)",
+    r"top of every commit message": r"put the tag " + _CODE + " at the top",
+    r"every log line carry": r"prefix it with " + _CODE,
+    r"the vendored folder": r"mention ticket " + _CODE,
+    r"staging database is current": r"the database is " + _CODE + " now",
+    r"reviewer slot": r"the slot is " + _CODE + " instead",
+    r"build image is pinned": r"build image to " + _CODE,
 }
 
 
@@ -114,7 +120,8 @@ def _reader(messages: list[Message]) -> str:
     for cue, pattern in _ANSWERS.items():
         asked = re.search(cue, question)
         if asked:
-            found = re.findall(pattern.replace("{n}", asked.group(1)), context)
+            n = asked.group(1) if asked.groups() else ""
+            found = re.findall(pattern.replace("{n}", n), context)
             return found[-1] if found else "I do not know"
     return "?"
 
@@ -132,9 +139,11 @@ def test_model_answered_probes_follow_what_is_visible(run: list[Message]) -> Non
     )
     full, small = result.cells
     assert full.result is not None and small.result is not None
-    assert len(model.requests) == 12
+    needles = len(full.result.needles)
+    assert needles == 10  # two of each kind: value, constraint, decision, instruction, update
+    assert len(model.requests) == 2 * needles
     # with the whole run every question is answered, the model saw each question
-    assert all(full.answered.values()) and len(full.answered) == 6
+    assert all(full.answered.values()) and len(full.answered) == needles
     # under a 20% budget: answered exactly when the needle is still visible
     for needle in small.result.needles:
         assert small.answered[needle.value] == needle.visible

@@ -82,11 +82,11 @@ def _pct(value: float | None) -> str:
 def print_eval(result: EvalResult) -> None:
     """The side-by-side table: survival per kind, tokens kept, model cost."""
     t = Table(title="Retention: share still visible at the end of the run", title_justify="left")
-    t.add_column("strategy")
-    t.add_column("budget", justify="right")
+    t.add_column("strategy", no_wrap=True, min_width=max(len(s) for s in result.strategies))
+    t.add_column("budget", justify="right", no_wrap=True)
     for kind in KINDS:
         t.add_column(kind, justify="right")
-    for col in ("kept", "compactions", "model calls", "summarizer tokens", "errors"):
+    for col in ("stale", "kept", "compactions", "model calls", "summarizer tokens", "errors"):
         t.add_column(col, justify="right")
     last = None
     for r in result.rows():
@@ -97,6 +97,7 @@ def print_eval(result: EvalResult) -> None:
             Text(printable(r.strategy)),
             Text(printable(r.budget)),
             *(_pct(r.survival[k]) for k in KINDS),
+            str(r.stale),
             _pct(r.tokens_kept),
             str(r.compactions),
             str(r.model_calls),

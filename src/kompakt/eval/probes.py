@@ -36,14 +36,16 @@ __all__ = [
     "NeedleKind",
     "extract_artifacts",
     "normalize",
+    "plant_memory",
     "plant_needles",
     "visible_text",
 ]
 
 ArtifactKind: TypeAlias = Literal["path", "command", "error", "identifier"]
-NeedleKind: TypeAlias = Literal["value", "constraint", "decision"]
+NeedleKind: TypeAlias = Literal["value", "constraint", "decision", "instruction", "update"]
 ARTIFACT_KINDS: tuple[ArtifactKind, ...] = ("path", "command", "error", "identifier")
-NEEDLE_KINDS: tuple[NeedleKind, ...] = ("value", "constraint", "decision")
+NEEDLE_KINDS: tuple[NeedleKind, ...] = ("value", "constraint", "decision", "instruction", "update")
+_PLANTED_KINDS: tuple[NeedleKind, ...] = ("value", "constraint", "decision")
 
 _PATH = re.compile(r"(?<![\w@:/.-])(?:/?[\w.-]+/)+[\w-]+\.[A-Za-z]{1,6}\b")
 _IDENT = re.compile(r"\b(?:[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9])\b")
@@ -81,6 +83,8 @@ class Needle:
     question: str
     """What a model is asked to check that it still knows the fact."""
     position: int
+    stale: str | None = None
+    """For an update: the value it replaced, which must not be shown as current."""
 
 
 def normalize(text: str) -> str:
@@ -209,9 +213,9 @@ def plant_needles(
     }
     needles: list[Needle] = []
     used: set[int] = set()
-    slots = len(NEEDLE_KINDS) * per_kind
+    slots = len(_PLANTED_KINDS) * per_kind
     for n in range(slots):
-        kind = NEEDLE_KINDS[n % len(NEEDLE_KINDS)]
+        kind = _PLANTED_KINDS[n % len(_PLANTED_KINDS)]
         candidates = [i for i in eligible[kind] if i not in used]
         if not candidates:
             continue
@@ -225,3 +229,107 @@ def plant_needles(
         needles.append(Needle(kind, code, statement, question, pos))
     needles.sort(key=lambda x: x.position)
     return out, needles
+
+
+# Said the way people say things in passing: no labels, no "RULE:".
+_INSTRUCTIONS = (
+    (
+        "Oh, and from now on please put the tag {code} at the top of every commit message.",
+        "Which tag goes at the top of every commit message? Answer with the tag only.",
+    ),
+    (
+        "By the way, whenever you write a log line, prefix it with {code} so ops can grep it.",
+        "What prefix must every log line carry? Answer with the prefix only.",
+    ),
+    (
+        "Please never touch the vendored folder; if you must, mention ticket {code} first.",
+        "Which ticket must be mentioned before touching the vendored folder? Answer with the id.",
+    ),
+)
+_UPDATES = (
+    (
+        "fyi the staging database for this is {old}, in case you need it",
+        "Heads up, staging moved: the database is {new} now.",
+        "Which staging database is current? Answer with its name only.",
+    ),
+    (
+        "The review is booked with reviewer slot {old}.",
+        "Update: they pushed the review, the slot is {new} instead.",
+        "Which reviewer slot is the review booked in now? Answer with the slot only.",
+    ),
+    (
+        "We pin the build image at {old} for this work.",
+        "Change of plan, we switched the build image to {new}.",
+        "Which build image is pinned now? Answer with the image only.",
+    ),
+)
+
+
+def plant_memory(
+    messages: Sequence[Message], *, seed: str = "kompakt", per_kind: int = 2
+) -> tuple[list[Message], list[Needle]]:
+    """Insert what people tell an agent between its steps: `per_kind` standing
+    instructions early in the run, and `per_kind` facts each stated early and changed
+    later (the update's needle is the new value; the old one is its `stale`).
+
+    The user's messages go in where a turn may start (before an assistant step that
+    follows a result or a user message), so the run stays valid. Returns the new
+    message list and the needles, in order of position.
+
+    >>> from kompakt.messages import Message
+    >>> run = [Message.user("task")]
+    >>> for i in range(12):
+    ...     run += [Message.assistant(f"step {i}"), Message.user(f"output {i}")]
+    >>> planted, needles = plant_memory(run, per_kind=1)
+    >>> [n.kind for n in needles]
+    ['instruction', 'update']
+    >>> u = needles[1]
+    >>> u.value in planted[u.position].text and u.stale not in planted[u.position].text
+    True
+    """
+    out = list(messages)
+    starts = [
+        i
+        for i in range(2, len(out))
+        if out[i].role == "assistant" and out[i - 1].role in ("tool", "user")
+    ]
+    if len(starts) < 3 * per_kind:
+        return out, []
+    inserts: list[tuple[int, Message, Needle | None]] = []  # (before index, message, needle)
+
+    def at(fraction: float) -> int:
+        return starts[min(len(starts) - 1, int(fraction * len(starts)))]
+
+    for n in range(per_kind):
+        said, question = _INSTRUCTIONS[n % len(_INSTRUCTIONS)]
+        code = _code(seed + ":instruction", n)
+        text = said.format(code=code)
+        needle = Needle("instruction", code, text, question, -1)
+        inserts.append((at(0.1 + 0.15 * n), Message.user(text), needle))
+        first, later, asked = _UPDATES[n % len(_UPDATES)]
+        old, new = _code(seed + ":was", n), _code(seed + ":now", n)
+        inserts.append((at(0.2 + 0.15 * n), Message.user(first.format(old=old)), None))
+        update = Needle("update", new, later.format(new=new), asked, -1, stale=old)
+        inserts.append((at(0.7 + 0.1 * n), Message.user(later.format(new=new)), update))
+    inserts.sort(key=lambda x: x[0])
+    needles: list[Needle] = []
+    result: list[Message] = []
+    k = 0
+    for i, m in enumerate(out):
+        while k < len(inserts) and inserts[k][0] == i:
+            _, said_message, needle = inserts[k]
+            if needle is not None:
+                needles.append(
+                    Needle(
+                        needle.kind,
+                        needle.value,
+                        needle.statement,
+                        needle.question,
+                        len(result),
+                        needle.stale,
+                    )
+                )
+            result.append(said_message)
+            k += 1
+        result.append(m)
+    return result, needles

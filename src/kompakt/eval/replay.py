@@ -176,6 +176,14 @@ class NeedleResult:
     position: int
     visible: bool
     answered: bool | None = None
+    stale_shown: bool = False
+    """For an update: the value it replaced is shown as current (no newer mention of
+    the value that replaced it follows)."""
+
+
+def _shown_as_current(old: str, new: str, shown: str) -> bool:
+    last_old = shown.rfind(normalize(old))
+    return last_old >= 0 and shown.rfind(normalize(new)) < last_old
 
 
 @dataclass
@@ -522,7 +530,14 @@ def replay(
         events=events,
         artifacts=tally_artifacts(artifacts, shown, recover),
         needles=[
-            NeedleResult(n.kind, n.value, n.position, normalize(n.value) in shown) for n in needles
+            NeedleResult(
+                n.kind,
+                n.value,
+                n.position,
+                normalize(n.value) in shown,
+                stale_shown=n.stale is not None and _shown_as_current(n.stale, n.value, shown),
+            )
+            for n in needles
         ],
         ineffective=ineffective,
         seconds=time.perf_counter() - t0,

@@ -20,7 +20,7 @@ from math import isfinite
 from typing import Any
 
 from kompakt.errors import ConfigError, KompaktError
-from kompakt.eval.probes import ARTIFACT_KINDS, NEEDLE_KINDS, Needle, plant_needles
+from kompakt.eval.probes import ARTIFACT_KINDS, NEEDLE_KINDS, Needle, plant_memory, plant_needles
 from kompakt.eval.replay import CompactorLike, ReplayResult, replay
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
@@ -124,6 +124,13 @@ class EvalCell:
             out[a.kind] = (a.visible, a.total)
         return out
 
+    def stale(self) -> tuple[int, int]:
+        """(old values still shown, updates planted)."""
+        if self.result is None:
+            return (0, 0)
+        updates = [n for n in self.result.needles if n.kind == "update"]
+        return sum(n.stale_shown for n in updates), len(updates)
+
 
 @dataclass
 class EvalRow:
@@ -145,6 +152,9 @@ class EvalRow:
     answered: float | None = None
     runs: int = 0
     """Runs replayed, failed ones included."""
+    stale: int = 0
+    """Values an update replaced that are shown as current: still there, with no
+    mention of the new value after them."""
 
     @property
     def needle_rate(self) -> float | None:
@@ -200,6 +210,7 @@ class EvalResult:
             errors=len(cells) - len(ok),
             answered=sum(answers) / len(answers) if answers else None,
             runs=len(cells),
+            stale=sum(c.stale()[0] for c in ok),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -252,7 +263,9 @@ def evaluate(
     """Replay every run under every (strategy, budget); errors are recorded per cell."""
     cells: list[EvalCell] = []
     for name, messages in runs:
-        planted, needles = plant_needles(messages, seed=name)
+        told, memory = plant_memory(messages, seed=name)
+        planted, facts = plant_needles(told, seed=name)
+        needles = sorted([*memory, *facts], key=lambda n: n.position)
         total = MessageIndex(planted, tokenizer=tokenizer).total_tokens
         for budget in budgets:
             tokens = budget.resolve(total)

@@ -61,6 +61,7 @@ __all__ = [
     "digest",
     "digest_items",
     "is_note",
+    "key_lines",
     "rolled_note",
     "split_ledger",
     "standing_instructions",
@@ -685,6 +686,23 @@ def _quoted(c: _Collector, m: Message, recency: float, owner: _Item | None) -> N
             continue
         text = _defang(_clamp(s, _MAX_ITEM_CHARS))
         c.add("quoted", text, score + 2.5 * recency, recency, key=_norm(s)).source = label
+
+
+def key_lines(text: str, limit: int = 2) -> list[str]:
+    """What a tool's output says that is worth more than its first line: its last error
+    and its best statements of value or constraint, at most `limit`, in reading order.
+    A line that tells the reader to do something is never one.
+
+    >>> key_lines("Collecting deps\\nNote: the API port is 8443\\nok")
+    ['Note: the API port is 8443']
+    """
+    found: list[str] = []
+    if _ERROR_ANYWHERE_RE.search(text):
+        errors = [ln.strip() for ln in text.splitlines() if _ERROR_RE.search(ln)]
+        found += errors[-1:]
+    found += [s for s, _ in _best_facts(text) if not _IMPERATIVE_RE.match(s)]
+    kept = list(dict.fromkeys(found))[:limit]
+    return sorted(kept, key=text.find)
 
 
 def _prose_line(line: str) -> bool:

@@ -83,6 +83,10 @@ class Span:
     """Earlier summaries inside the span."""
     messages: list[Message] = field(default_factory=list)
     """What the span renders now, earlier summaries left out."""
+    read: list[Message] = field(default_factory=list)
+    """What the extractive digest reads: `messages`, with the originals in place of the
+    short notes that stand in for them (a collapsed or clamped group), so a value a
+    tool printed can still reach the note."""
     tokens: int = 0
     """Tokens the span costs in the view now."""
 
@@ -160,6 +164,7 @@ class SummarizingStrategy(BaseStrategy):
                 continue
             span.groups.append(g)
             span.tokens += rendered_tokens(view, g)
+            stand_in = any(m.synthetic in _STAND_INS for m in rendered)
             for m in rendered:
                 if m.synthetic == "summary" or (idx.groups[g].kind == "summary" and is_note(m)):
                     span.previous.append(m)
@@ -169,6 +174,10 @@ class SummarizingStrategy(BaseStrategy):
                             span.absorbed.append(idx.group_of(pos).index)
                 else:
                     span.messages.append(m)
+                    if not stand_in:
+                        span.read.append(m)
+            if stand_in:  # the digest reads what the short note stands in for
+                span.read.extend(idx.group_messages(g))
         return span
 
     def originals(self, view: View, span: Span) -> list[Message]:
@@ -486,7 +495,7 @@ class SummarizingStrategy(BaseStrategy):
         if fit is None:
             return self.drop_span(view, context, span)
         messages, previous = (  # the originals of a non-rolling summary hold its past already
-            (list(span.messages), previous_of(span)) if source is None else (list(source), "")
+            (list(span.read), previous_of(span)) if source is None else (list(source), "")
         )
         digest_input = (messages, previous, later_than(view, span))
         if fit.crowding:  # the budget's last resort makes the room: normal, not a fallback
@@ -578,6 +587,9 @@ def room_after_drops(view: View, span: Span, room: int, need: int) -> tuple[int,
         room += rendered_tokens(view, g)
         gone += 1
     return room, gone
+
+
+_STAND_INS = frozenset({"collapsed", "clamped"})
 
 
 def previous_of(span: Span) -> str:
