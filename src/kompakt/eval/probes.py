@@ -18,6 +18,7 @@ a retention benchmark can ask whether each one is still visible after compaction
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections import Counter
@@ -317,18 +318,9 @@ def plant_memory(
     k = 0
     for i, m in enumerate(out):
         while k < len(inserts) and inserts[k][0] == i:
-            _, said_message, needle = inserts[k]
-            if needle is not None:
-                needles.append(
-                    Needle(
-                        needle.kind,
-                        needle.value,
-                        needle.statement,
-                        needle.question,
-                        len(result),
-                        needle.stale,
-                    )
-                )
+            _, said_message, planted = inserts[k]
+            if planted is not None:
+                needles.append(dataclasses.replace(planted, position=len(result)))
             result.append(said_message)
             k += 1
         result.append(m)
