@@ -109,7 +109,7 @@ _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _UNITS_PER_REQUEST = 2  # the request is kept whole (or its head): its best lines besides
-_AGENT_TASK = -5.0  # an agent's task, kept whole: its standing rules go to the ledger, no more
+_AGENT_TASK = -5.0  # an agent's task, kept whole: its rules go to the ledger, the rest supersedes
 _IN_REQUEST = -4.0  # a unit of the request kept whole: it is in the note already, or was cut
 
 _EXT = (
@@ -567,8 +567,9 @@ def _conversation(
     for u in split_units(m, pos, first_order=pos * 1000):
         if u.source == "user" and is_instruction(u.text):
             ex.ledger.add(u.text, order=pos + u.order / 1e6, shown=not context_only)
-        elif bonus != _AGENT_TASK:
-            ex.units.append((u, recency, _CONTEXT_ONLY if context_only else bonus))
+        else:  # an agent's task is in the note whole: its sentences only supersede
+            only = context_only or bonus == _AGENT_TASK
+            ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
 
 
 def _rank_units(ex: _Extraction) -> None:
