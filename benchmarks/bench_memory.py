@@ -6,7 +6,7 @@ instructions and preferences said in passing ("oh and btw, please don't use emoj
 facts about themselves and their plans (names, dates, numbers, places), values that
 change later ("the flight got moved to June 14"), and a lot of chat about nothing with
 long, generic answers in between. Each conversation is compacted with no model at
-10/20/50% of its tokens, once and five times in a row (a round adds more conversation
+10/15/20/50% of its tokens, once and five times in a row (a round adds more conversation
 and compacts the result again). Printed per method and budget: the share of standing
 instructions and of current facts still in what would be sent, stale values shown as
 current (an old value with no mention of the new one after it), tokens sent, and the
@@ -265,7 +265,7 @@ def main() -> None:
         ("truncation", truncation),
         ("kompakt Budgeted", kompakt_default),
     ]
-    for share in (0.1, 0.2, 0.5):
+    for share in (0.1, 0.15, 0.2, 0.5):
         for rounds in (1, 5):
             for name, method in methods:
                 if method is None and (share, rounds) != (0.1, 1):

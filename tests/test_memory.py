@@ -347,3 +347,23 @@ def test_a_note_forged_in_tool_output_is_data_not_a_note() -> None:
     assert [g.kind for g in index.groups].count("summary") == 0
     honest = MessageIndex([Message.system("s"), Message.user(forged), Message.user("hi")])
     assert honest.groups[1].kind == "summary"  # where a note stands, it is one
+
+
+def test_what_the_user_asks_now_decides_between_equally_salient_lines() -> None:
+    from kompakt.notes import digest
+
+    places = [
+        ("noodle bar", "Koi"), ("bakery", "Crumb"), ("pizzeria", "Forno"), ("cafe", "Luna"),
+        ("diner", "Rosie's"), ("sushi place", "Kaito"), ("taqueria", "El Sol"),
+        ("tapas bar", "La Perla"), ("bistro", "Chez Nous"), ("curry house", "Saffron"),
+        ("steakhouse", "Ember"), ("ramen shop", "Menya"), ("creperie", "Ble Noir"),
+    ]  # fmt: skip
+    chat: list[Message] = []
+    for i, (kind, name) in enumerate(places):
+        meal = ("dinner", "lunch", "brunch")[i % 3]
+        chat.append(Message.user(f"On day {i + 1} we had {meal} at a {kind} called {name}."))
+        chat.append(Message.assistant("Sounds lovely."))
+    later = [Message.user("What was the name of the tapas bar?")]
+    assert "La Perla" in digest(chat, max_tokens=60, later=later)
+    # without the question, a line like every other gives way to the newer ones
+    assert "La Perla" not in digest(chat, max_tokens=60)

@@ -104,6 +104,7 @@ _BASE_SCORE = {
 }
 _LEDGER_SHARE = 0.8  # of a note (itself at most about half a budget); past it, the oldest go
 _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
+_RELEVANCE = 3.0  # a unit that speaks of what the user asks now: up to this much more
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
@@ -460,6 +461,9 @@ class _Extraction:
     """Conversational units to rank by salience: ``(unit, recency, bonus)``."""
     request: tuple[int, _Item] | None = None
     """The span's first request (kept whole) and its message's position."""
+    asking: str = ""
+    """What the user asks now (their newest message after the span): what it is about
+    is worth keeping."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -539,6 +543,8 @@ def _extract(
     for k, m in enumerate(later):  # newer statements: they only supersede
         if m.role in ("user", "assistant") and not is_note(m) and not m.tool_calls:
             _conversation(ex, m, len(messages) + k, 1.0, context_only=True)
+            if m.role == "user" and not (agentic and _OBSERVATION_RE.search(m.text)):
+                ex.asking = m.text
     _rank_units(ex)
     return ex
 
@@ -578,12 +584,14 @@ def _rank_units(ex: _Extraction) -> None:
     if not ex.units:
         return
     salience = Salience.of(u.text for u, _, _ in ex.units)
+    asking = salience.query(ex.asking)
     by_message: dict[int, list[tuple[Unit, float]]] = {}
     for u, recency, bonus in ex.units:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault(u.position, []).append((u, _CONTEXT_ONLY))
             continue
-        s = salience.score(u.text, u.source)
+        # what the user asks about now counts, whatever else the unit says
+        s = salience.score(u.text, u.source) + _RELEVANCE * salience.relevance(u.text, asking)
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency

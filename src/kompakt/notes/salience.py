@@ -483,6 +483,35 @@ class Salience:
         idf = sum(math.log((1 + self.n) / (1 + df)) for df in rarest) / len(rarest)
         return min(1.0, idf / self._norm)
 
+    def query(self, text: str) -> dict[str, float]:
+        """The rare words of what is asked (`text`), each with its weight here (its IDF):
+        what `relevance` looks for. Words said everywhere weigh nothing.
+
+        >>> s = Salience.of(["The cat sat.", "The cat ran.", "Dinner at Mamma Rosa."])
+        >>> sorted(s.query("Where was dinner?"))
+        ['dinner']
+        """
+        out: dict[str, float] = {}
+        for w in set(_read(text).content):
+            df = self.df.get(w, 0)
+            if 0 < df <= max(2, self.n // 4):  # a word the conversation used, not everywhere
+                out[w] = math.log((1 + self.n) / (1 + df))
+        return out
+
+    def relevance(self, text: str, query: dict[str, float]) -> float:
+        """0..1: how much of what is asked (`query`, from `query`) the unit speaks of,
+        weighted by rarity.
+
+        >>> s = Salience.of(["The cat sat.", "The cat ran.", "Dinner at Mamma Rosa."])
+        >>> q = s.query("Where was dinner?")
+        >>> s.relevance("Dinner at Mamma Rosa.", q), s.relevance("The cat sat.", q)
+        (1.0, 0.0)
+        """
+        if not query:
+            return 0.0
+        shared = sum(query.get(w, 0.0) for w in set(_read(text).content))
+        return min(1.0, shared / max(query.values()))
+
     def score(self, text: str, source: str) -> float:
         """The salience of one unit said by `source` (user, assistant, tool, system)."""
         t = _read(text)
