@@ -1006,8 +1006,10 @@ class _Chosen:
         self.sections: set[str] = set()
         self.sources: set[str] = set()
         self.rules = [_words(r) for r in rules]
-        self.keyed: dict[str, list[str]] = {}  # section -> keys taken
-        self.texts: dict[str, list[str]] = {}  # section -> texts taken
+        # section -> the keys (texts) taken, joined by NUL: "is it inside one of them" is
+        # one search of a string
+        self.keyed: dict[str, str] = {}
+        self.texts: dict[str, str] = {}
         self.alike: dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]] = {}
 
     def add(self, item: _Item) -> None:
@@ -1015,8 +1017,8 @@ class _Chosen:
         self.sections.add(item.section)
         if item.source:
             self.sources.add(item.source)
-        self.keyed.setdefault(item.section, []).append(item.key)
-        self.texts.setdefault(item.section, []).append(item.text)
+        self.keyed[item.section] = self.keyed.get(item.section, "") + "\0" + item.key
+        self.texts[item.section] = self.texts.get(item.section, "") + "\0" + item.text
         words = _words(item.text)
         entry = (words, _values(item.text))
         for w in _prefix(words):
@@ -1029,11 +1031,11 @@ class _Chosen:
         if section == "files":
             return False
         if section == "facts" and any(
-            item.text in t for s in ("requests", "earlier") for t in self.texts.get(s, ())
+            item.text in self.texts.get(s, "") for s in ("requests", "earlier")
         ):
             return True
         key = item.key
-        if key and any(key in k for k in self.keyed.get(section, ())):
+        if key and key in self.keyed.get(section, ""):
             return True
         if section in ("decisions", "errors", "facts", "quoted"):  # worded again
             words, values = _words(item.text), _values(item.text)
