@@ -78,6 +78,9 @@ def test_each_signal_reads_what_it_names() -> None:
     assert entity_signal("send it to them") == 0
     assert self_fact_signal("My son Leo started judo last month.") == 1
     assert self_fact_signal("Judo is a martial art.") == 0
+    # a preference said about oneself is a fact about oneself; asking one is not
+    assert self_fact_signal("I really enjoy hiking in the Alps.") == 1
+    assert self_fact_signal("Do you enjoy hiking?") == 0
 
 
 def test_rarity_beats_frequency() -> None:
