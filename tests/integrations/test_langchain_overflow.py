@@ -1,0 +1,82 @@
+"""LangChain: `KompaktMiddleware` recovers from a provider's context overflow. A real
+`create_agent` with `ChatOpenAI` against a real HTTP server on loopback that refuses the
+first request with OpenAI's overflow error and answers the second."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+pytest.importorskip("langchain_openai")
+
+from fake_provider import OPENAI_OK, FakeProvider, serving
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_openai import ChatOpenAI
+from overflow_checks import FILE, GROUPS, assert_recovered_once
+from test_overflow import OPENAI_CHAT
+
+from kompakt import Budgeted, BudgetImpossible, Compactor, parse_overflow
+from kompakt.integrations.langchain import KompaktMiddleware
+from kompakt.validation import find_problems
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProvider]:
+    yield from serving()
+
+
+def history() -> list[Any]:
+    msgs: list[Any] = [HumanMessage("fix the bug", id="u0")]
+    for i in range(GROUPS):
+        call = {"name": "read_file", "args": {"n": i}, "id": f"call_{i}", "type": "tool_call"}
+        msgs.append(AIMessage("", tool_calls=[call], id=f"a{i}"))
+        msgs.append(ToolMessage(f"file {i}: {FILE}", tool_call_id=f"call_{i}", id=f"t{i}"))
+    msgs.append(HumanMessage("go on", id="u1"))
+    return msgs
+
+
+def agent(server: FakeProvider, **options: Any) -> tuple[Any, Any]:
+    model = ChatOpenAI(model="m", base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+    middleware = KompaktMiddleware(Compactor(strategy=Budgeted(1_000_000)), **options)
+    return create_agent(model, tools=[], middleware=[middleware]), middleware
+
+
+def test_the_middleware_compacts_tighter_and_retries_once(server: FakeProvider) -> None:
+    server.script = [(400, OPENAI_CHAT, {}), (200, OPENAI_OK, {})]
+    graph, middleware = agent(server)
+    state = graph.invoke({"messages": history()})
+    assert state["messages"][-1].content == "done"
+    assert len(state["messages"]) == len(history()) + 1  # view mode: the state keeps all
+    assert_recovered_once(server, middleware.events, "openai")
+    retried = server.requests[1]["messages"]
+    assert retried[-1] == {"role": "user", "content": "go on"}
+    assert not find_problems(retried)
+
+
+async def test_the_async_middleware_recovers_too(server: FakeProvider) -> None:
+    server.script = [(400, OPENAI_CHAT, {}), (200, OPENAI_OK, {})]
+    graph, middleware = agent(server)
+    state = await graph.ainvoke({"messages": history()})
+    assert state["messages"][-1].content == "done"
+    assert_recovered_once(server, middleware.events, "openai")
+
+
+def test_a_second_overflow_raises_budget_impossible(server: FakeProvider) -> None:
+    server.script = [(400, OPENAI_CHAT, {}), (400, OPENAI_CHAT, {})]
+    graph, _ = agent(server)
+    with pytest.raises(BudgetImpossible) as info:
+        graph.invoke({"messages": history()})
+    assert len(server.requests) == 2
+    assert parse_overflow(info.value.__cause__) is not None
+
+
+def test_recovery_off_raises_the_providers_error(server: FakeProvider) -> None:
+    server.script = [(400, OPENAI_CHAT, {})]
+    graph, _ = agent(server, recover_from_overflow=False)
+    with pytest.raises(Exception) as info:
+        graph.invoke({"messages": history()})
+    assert parse_overflow(info.value) is not None and len(server.requests) == 1
