@@ -12,16 +12,16 @@ import pytest
 pytest.importorskip("langchain")
 pytest.importorskip("langchain_openai")
 
-from fake_provider import OPENAI_OK, FakeProvider, serving
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from overflow_checks import FILE, GROUPS, assert_recovered_once
-from test_overflow import OPENAI_CHAT
 
+from fake_provider import OPENAI_OK, FakeProvider, serving
 from kompakt import Budgeted, BudgetImpossible, Compactor, parse_overflow
 from kompakt.integrations.langchain import KompaktMiddleware
 from kompakt.validation import find_problems
+from test_overflow import OPENAI_CHAT
 
 
 @pytest.fixture

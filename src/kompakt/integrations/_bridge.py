@@ -307,7 +307,8 @@ class Mirror:
         }
 
     def _adopt(self, view: View, event: Any) -> View:
-        self.compactor._view = view  # the compactor's persistent view: later compactions build on it
+        # the compactor's persistent view: later compactions build on it
+        self.compactor._view = view
         self._ran(event)
         return view
 

@@ -44,9 +44,6 @@ from kompakt.integrations._bridge import (
     strip_overhead,
 )
 from kompakt.messages import Message, Part, PartKind, ToolCall
-from kompakt.overflow import Overflow
-from kompakt.recovery import send_recovering, send_recovering_sync
-from kompakt.view import View
 from kompakt.models.base import (
     BaseChatModel,
     ChatRequest,
@@ -55,6 +52,9 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.overflow import Overflow
+from kompakt.recovery import send_recovering, send_recovering_sync
+from kompakt.view import View
 
 __all__ = [
     "STATE_KEY",
