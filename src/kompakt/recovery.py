@@ -49,14 +49,15 @@ T = TypeVar("T")
 
 async def send_recovering(
     send: Callable[[], Awaitable[T]],
-    tighten: Callable[[Overflow], Awaitable[View]],
+    tighten: Callable[[Overflow], Awaitable[View | None]],
     *,
     enabled: bool = True,
 ) -> T:
     """`send()`; when the provider refuses it as over its context window, `tighten` the
-    request (compact it tighter, returning the view that is sent next) and `send()` once
-    more. Any other error, or an overflow with `enabled` off, is raised as it is; a second
-    overflow raises `BudgetImpossible` (from the provider's error): there is no loop.
+    request (compact it tighter, returning the view that is sent next, or None when it
+    cannot) and `send()` once more. Any other error, an overflow with `enabled` off, or
+    one `tighten` cannot answer is raised as it is; a second overflow raises
+    `BudgetImpossible` (from the provider's error): there is no loop.
 
     >>> import asyncio
     >>> from kompakt import Message, MessageIndex
@@ -79,6 +80,8 @@ async def send_recovering(
         if overflow is None:
             raise
         view = await tighten(overflow)
+        if view is None:
+            raise
     try:
         return await send()
     except Exception as again:
@@ -89,7 +92,7 @@ async def send_recovering(
 
 
 def send_recovering_sync(
-    send: Callable[[], T], tighten: Callable[[Overflow], View], *, enabled: bool = True
+    send: Callable[[], T], tighten: Callable[[Overflow], View | None], *, enabled: bool = True
 ) -> T:
     """`send_recovering` for a synchronous model call."""
     try:
@@ -99,6 +102,8 @@ def send_recovering_sync(
         if overflow is None:
             raise
         view = tighten(overflow)
+        if view is None:
+            raise
     try:
         return send()
     except Exception as again:
