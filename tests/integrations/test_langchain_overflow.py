@@ -45,12 +45,16 @@ def agent(server: FakeProvider, **options: Any) -> tuple[Any, Any]:
     return create_agent(model, tools=[], middleware=[middleware]), middleware
 
 
-def test_the_middleware_compacts_tighter_and_retries_once(server: FakeProvider) -> None:
+@pytest.mark.parametrize("mode", ["view", "permanent"])
+def test_the_middleware_compacts_tighter_and_retries_once(server: FakeProvider, mode: str) -> None:
     server.script = [(400, OPENAI_CHAT, {}), (200, OPENAI_OK, {})]
-    graph, middleware = agent(server)
+    graph, middleware = agent(server, mode=mode)
     state = graph.invoke({"messages": history()})
     assert state["messages"][-1].content == "done"
-    assert len(state["messages"]) == len(history()) + 1  # view mode: the state keeps all
+    if mode == "view":  # the state keeps every message
+        assert len(state["messages"]) == len(history()) + 1
+    else:  # the state is what was sent on the retry, and the answer
+        assert len(state["messages"]) == len(server.requests[1]["messages"]) + 1
     assert_recovered_once(server, middleware.events, "openai")
     retried = server.requests[1]["messages"]
     assert retried[-1] == {"role": "user", "content": "go on"}
@@ -72,6 +76,18 @@ def test_a_second_overflow_raises_budget_impossible(server: FakeProvider) -> Non
         graph.invoke({"messages": history()})
     assert len(server.requests) == 2
     assert parse_overflow(info.value.__cause__) is not None
+
+
+def test_a_request_whose_core_cannot_fit_raises_budget_impossible_unsent(
+    server: FakeProvider,
+) -> None:
+    server.script = [(400, OPENAI_CHAT, {})]
+    graph, middleware = agent(server)
+    task = HumanMessage("x" * 40_000, id="u2")  # the last user message alone is too long
+    with pytest.raises(BudgetImpossible) as info:
+        graph.invoke({"messages": [*history()[:3], task]})
+    assert len(server.requests) == 1 and middleware.events == []
+    assert info.value.required > info.value.budget
 
 
 def test_recovery_off_raises_the_providers_error(server: FakeProvider) -> None:
