@@ -192,6 +192,81 @@ def test_compaction_tokens_come_from_usage_when_known() -> None:
     assert index.message_tokens[1] == 812 and index.total_tokens == index.message_tokens[0] + 812
 
 
+# shaped on OpenAI's documented `/responses/compact` answer and Anthropic's documented
+# reply to a request that crossed its compaction trigger
+COMPACT_ANSWER = {
+    "id": "resp_001",
+    "object": "response.compaction",
+    "created_at": 1764967971,
+    "output": [
+        {
+            "id": "msg_000",
+            "type": "message",
+            "status": "completed",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Create a simple landing page."}],
+        },
+        {"id": "cmp_001", "type": "compaction", "encrypted_content": "gAAAAABpM0Yj" * 2000},
+    ],
+    "usage": {
+        "input_tokens": 139,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 438,
+        "output_tokens_details": {"reasoning_tokens": 64},
+        "total_tokens": 577,
+    },
+}
+COMPACTED_REPLY = {
+    "role": "assistant",
+    "content": [
+        {"type": "compaction", "content": "Summary of the conversation: the user is building..."},
+        {"type": "text", "text": "Based on our conversation so far, the next step is..."},
+    ],
+    "usage": {
+        "input_tokens": 23000,
+        "output_tokens": 1000,
+        "iterations": [
+            {"type": "compaction", "input_tokens": 180000, "output_tokens": 3500},
+            {"type": "message", "input_tokens": 23000, "output_tokens": 1000},
+        ],
+    },
+}
+
+
+def test_a_compact_answers_item_is_counted_from_its_usage() -> None:
+    conv = loads(copy.deepcopy(COMPACT_ANSWER))
+    index = MessageIndex(conv, tokenizer=CharEstimator())
+    assert index.message_tokens[1] == 438 - 64  # not the estimate of 24k encrypted chars
+    assert index.groups[index.compaction_group or 0].tokens == 374
+    assert dump(conv) == COMPACT_ANSWER
+
+
+def test_a_response_with_other_output_leaves_the_compaction_estimated() -> None:
+    doc = copy.deepcopy(COMPACT_ANSWER)
+    doc["object"] = "response"
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "output_text",
+             "text": "Here is the page.", "annotations": []}]}  # fmt: skip
+    doc["output"].append(reply)
+    conv = loads(doc)
+    assert all("tokens" not in m.metadata for m in conv)  # output tokens are shared: unknown
+
+
+def test_an_anthropic_reply_that_compacted_is_counted_from_its_iterations() -> None:
+    doc = {"messages": [{"role": "user", "content": "go on"}, copy.deepcopy(COMPACTED_REPLY)]}
+    conv = loads(doc)
+    index = MessageIndex(conv, tokenizer=CharEstimator())
+    assert index.message_tokens[1] == 3500 + 1000
+    assert dump(conv) == doc
+    sent = dump(conv, "anthropic", provider=True)["messages"][1]
+    assert "usage" not in sent and sent["content"] == COMPACTED_REPLY["content"]
+
+
+def test_usage_without_a_compaction_iteration_counts_nothing() -> None:
+    reply = {**copy.deepcopy(COMPACTED_REPLY), "usage": {"input_tokens": 9, "output_tokens": 3}}
+    conv = loads({"messages": [{"role": "user", "content": "go on"}, reply]})
+    assert "tokens" not in conv[1].metadata
+
+
 def _thinking_of(m: Message) -> list[Any]:
     return [p.data for p in m.content if p.data.get("type") in ("thinking", "redacted_thinking")]
 

@@ -5,7 +5,8 @@ When a provider refuses a request as too long (`parse_overflow` recognises the e
 the request was (or 20% below it when the error does not say), and returns the
 smaller request with a `CompactionEvent` whose `overflow` records the error. Retry
 once: if the smaller request overflows too, give up (`BudgetImpossible`), never loop.
-The `Agent` does exactly this on its own (``recover_from_overflow=True``).
+`send_recovering` is that rule around any model call; the `Agent` and every framework
+adapter use it (``recover_from_overflow=True``).
 
 >>> from kompakt import Message, Overflow
 >>> sent = [Message.system("be brief")] + [Message.user(f"q{i} " + "x" * 400) for i in range(20)]
@@ -18,12 +19,13 @@ The `Agent` does exactly this on its own (``recover_from_overflow=True``).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kompakt.compactor import CompactionEvent, _prepare, _read, _strategy
 from kompakt.errors import BudgetImpossible
 from kompakt.index import MessageIndex
-from kompakt.overflow import DEFAULT_STEP, Overflow
+from kompakt.overflow import DEFAULT_STEP, Overflow, parse_overflow
 from kompakt.strategies._common import run_strategy_sync
 from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
 from kompakt.strategies.budgeted import Budgeted, core_breakdown
@@ -38,7 +40,77 @@ __all__ = [
     "compact_for_retry_async",
     "retry_impossible",
     "retry_strategy",
+    "send_recovering",
+    "send_recovering_sync",
 ]
+
+T = TypeVar("T")
+
+
+async def send_recovering(
+    send: Callable[[], Awaitable[T]],
+    tighten: Callable[[Overflow], Awaitable[View | None]],
+    *,
+    enabled: bool = True,
+) -> T:
+    """`send()`; when the provider refuses it as over its context window, `tighten` the
+    request (compact it tighter, returning the view that is sent next, or None when it
+    cannot) and `send()` once more. Any other error, an overflow with `enabled` off, or
+    one `tighten` cannot answer is raised as it is; a second overflow raises
+    `BudgetImpossible` (from the provider's error): there is no loop.
+
+    >>> import asyncio
+    >>> from kompakt import Message, MessageIndex
+    >>> calls = []
+    >>> async def send():
+    ...     calls.append(1)
+    ...     if len(calls) == 1:
+    ...         raise RuntimeError('{"error": {"code": "context_length_exceeded", '
+    ...                            '"message": "Your input exceeds the context window"}}')
+    ...     return "done"
+    >>> async def tighten(overflow):
+    ...     return View(MessageIndex([Message.user("smaller")]))
+    >>> asyncio.run(send_recovering(send, tighten)), len(calls)
+    ('done', 2)
+    """
+    try:
+        return await send()
+    except Exception as exc:
+        overflow = parse_overflow(exc) if enabled else None
+        if overflow is None:
+            raise
+        view = await tighten(overflow)
+        if view is None:
+            raise
+    try:
+        return await send()
+    except Exception as again:
+        second = parse_overflow(again)
+        if second is None:
+            raise
+        raise retry_impossible(view, second) from again
+
+
+def send_recovering_sync(
+    send: Callable[[], T], tighten: Callable[[Overflow], View | None], *, enabled: bool = True
+) -> T:
+    """`send_recovering` for a synchronous model call."""
+    try:
+        return send()
+    except Exception as exc:
+        overflow = parse_overflow(exc) if enabled else None
+        if overflow is None:
+            raise
+        view = tighten(overflow)
+        if view is None:
+            raise
+    try:
+        return send()
+    except Exception as again:
+        second = parse_overflow(again)
+        if second is None:
+            raise
+        raise retry_impossible(view, second) from again
 
 
 def retry_strategy(strategy: StrategyLike | str | None, budget: int) -> Budgeted:

@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from kompakt.models.base import ChatResponse
-from kompakt.overflow import Overflow, parse_overflow
-from kompakt.recovery import retry_impossible, retry_strategy
+from kompakt.overflow import Overflow
+from kompakt.recovery import retry_strategy, send_recovering
 from kompakt.triggers import TokensBelow
+from kompakt.view import View
 
 if TYPE_CHECKING:
     from kompakt.agent.agent import Agent
@@ -33,21 +34,14 @@ async def call_recovering(
     agent: Agent, result: RunResult, send: Callable[[], Awaitable[ChatResponse]]
 ) -> ChatResponse:
     """`send()`; on a context overflow, compact the agent's view tighter and `send()` once
-    more. Any other error, or an overflow with recovery off, is raised as it is."""
-    try:
-        return await send()
-    except Exception as exc:
-        overflow = parse_overflow(exc) if agent.recover_from_overflow else None
-        if overflow is None:
-            raise
+    more (`send_recovering`). Any other error, or an overflow with recovery off, is raised
+    as it is."""
+
+    async def tighten(overflow: Overflow) -> View:
         await _compact_tighter(agent, result, overflow)
-    try:
-        return await send()
-    except Exception as again:
-        second = parse_overflow(again)
-        if second is None:
-            raise
-        raise retry_impossible(agent.view, second) from again
+        return agent.view
+
+    return await send_recovering(send, tighten, enabled=agent.recover_from_overflow)
 
 
 async def _compact_tighter(agent: Agent, result: RunResult, overflow: Overflow) -> None:

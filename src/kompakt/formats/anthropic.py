@@ -38,6 +38,7 @@ from typing import Any
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
 from kompakt.formats.responses import COMPACTION, OPAQUE_ITEMS
+from kompakt.formats.usage import reply_tokens, with_tokens
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = ["from_anthropic", "is_anthropic_block", "to_anthropic", "to_anthropic_messages"]
@@ -148,7 +149,10 @@ def _assistant(blocks: list[Any], i: int, extra: dict[str, Any]) -> Message:
             layout += "p"
     default = "p" * len(parts) + "c" * len(calls)
     with_hints(extra, _FMT, layout=None if layout == default else layout)
-    return Message(role="assistant", content=tuple(parts), tool_calls=tuple(calls), extra=extra)
+    m = Message(role="assistant", content=tuple(parts), tool_calls=tuple(calls), extra=extra)
+    if "usage" in extra and any(p.data.get("type") == COMPACTION for p in parts):
+        m = with_tokens(m, reply_tokens(extra["usage"]))  # a stored reply that compacted
+    return m
 
 
 def _user(blocks: list[Any], i: int, extra: dict[str, Any]) -> list[Message]:

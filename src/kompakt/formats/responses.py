@@ -43,6 +43,7 @@ from typing import Any
 
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats._hints import hints, public, with_hints
+from kompakt.formats.usage import compact_output_tokens, with_tokens
 from kompakt.messages import Message, Part, PartKind, ToolCall
 
 __all__ = [
@@ -530,7 +531,26 @@ def from_responses_document(doc: Any) -> tuple[list[Message], dict[str, Any] | N
         return [*from_responses([], instructions=instructions), msg], envelope
     if not isinstance(items, list):
         raise FormatError(f"Responses document: {key!r} must be a list of items")
-    return from_responses(items, instructions=instructions), envelope
+    messages = from_responses(items, instructions=instructions)
+    if key == "output" and _compacted_output(items):  # a `/responses/compact` answer
+        tokens = compact_output_tokens(doc.get("usage"))
+        messages = [with_tokens(m, tokens) if _is_compaction(m) else m for m in messages]
+    return messages, envelope
+
+
+def _compacted_output(items: list[Any]) -> bool:
+    """The output is one ``compaction`` item beside the input messages it kept: all the
+    output tokens are the compaction's."""
+    kinds = [_item_kind(i) if isinstance(i, Mapping) else "" for i in items]
+    kept = all(
+        k == COMPACTION or (k == "message" and i.get("role") != "assistant")
+        for k, i in zip(kinds, items, strict=True)
+    )
+    return kept and kinds.count(COMPACTION) == 1
+
+
+def _is_compaction(m: Message) -> bool:
+    return any(p.kind == "other" and p.data.get("type") == COMPACTION for p in m.content)
 
 
 def _items_key(doc: Mapping[str, Any]) -> str:

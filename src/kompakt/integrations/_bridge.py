@@ -35,6 +35,7 @@ from typing import Any, Literal
 from kompakt.errors import BudgetImpossible, ConfigError, MissingDependency
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.overflow import Overflow
 from kompakt.view import View
 
 __all__ = [
@@ -278,6 +279,38 @@ class Mirror:
             _, event = await self._lenient(e).compact_async(self.index)
         self._ran(event)
         return True
+
+    # -- after the provider refused a request as too long ---------------------------------
+
+    def tighten(self, overflow: Overflow) -> View:
+        """Compact what is sent to fit under the `overflow` the provider reported
+        (`compact_for_retry` with the compactor's strategy, never lenient: what cannot fit
+        raises `BudgetImpossible`); the event, its `overflow` set, joins `events`. Returns
+        the view sent next."""
+        from kompakt.recovery import compact_for_retry
+
+        view, event = compact_for_retry(self.view, overflow, **self._retry_options())
+        return self._adopt(view, event)
+
+    async def atighten(self, overflow: Overflow) -> View:
+        """`tighten` for strategies that await a model."""
+        from kompakt.recovery import compact_for_retry_async
+
+        view, event = await compact_for_retry_async(self.view, overflow, **self._retry_options())
+        return self._adopt(view, event)
+
+    def _retry_options(self) -> dict[str, Any]:
+        # the template's strategy: a lenient copy (`_lenient`) must not loosen a retry
+        return {
+            "strategy": getattr(self.template, "strategy", None),
+            "summarizer": getattr(self.compactor, "summarizer", None),
+        }
+
+    def _adopt(self, view: View, event: Any) -> View:
+        # the compactor's persistent view: later compactions build on it
+        self.compactor._view = view
+        self._ran(event)
+        return view
 
     def _ran(self, event: Any) -> None:
         self.events.append(event)

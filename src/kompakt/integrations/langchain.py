@@ -52,6 +52,9 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.overflow import Overflow
+from kompakt.recovery import send_recovering, send_recovering_sync
+from kompakt.view import View
 
 __all__ = [
     "STATE_KEY",
@@ -320,9 +323,12 @@ class _Core:
     stored in (and restored from) the agent state, the system prompt and tool schemas
     counted."""
 
-    def __init__(self, compactor: Any, mode: Mode, name: str, oversize: Oversize) -> None:
+    def __init__(
+        self, compactor: Any, mode: Mode, name: str, oversize: Oversize, recover: bool = True
+    ) -> None:
         if mode not in ("view", "permanent"):
             raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        self.recover = recover
         self.compactor = as_compactor(compactor)
         oversize = oversize_option(oversize)
         self.mode, self.name, self.oversize = mode, name, oversize
@@ -422,6 +428,45 @@ class _Core:
         out = strip_overhead(await mirror.aprocess(source))
         return _without(out, system), system, self.changed(mirror, rev)
 
+    def call(self, request: Any, handler: Callable[[Any], Any]) -> _Call:
+        """The model call of `request` with the compacted messages; on a context overflow,
+        compacted tighter and sent once more (`send_recovering`)."""
+        messages = list(request.messages)
+        source, system = self.source(messages, request.system_message, request.tools)
+        mirror = self.mirror(request.state, messages, source)
+        done = _Call(messages, system, mirror.rev)
+        done.out = _without(strip_overhead(mirror.process(source)), system)
+
+        def tighten(overflow: Overflow) -> View:
+            with mirror.lock:
+                view = mirror.tighten(overflow)
+                done.out = _without(strip_overhead(mirror.render()), system)
+            return view
+
+        send = lambda: handler(_override(request, done.out, system))  # noqa: E731
+        done.response = send_recovering_sync(send, tighten, enabled=self.recover)
+        done.stored = self.changed(mirror, done.rev)
+        return done
+
+    async def acall(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> _Call:
+        """`call` for strategies that await a model."""
+        messages = list(request.messages)
+        source, system = self.source(messages, request.system_message, request.tools)
+        mirror = self.mirror(request.state, messages, source)
+        done = _Call(messages, system, mirror.rev)
+        done.out = _without(strip_overhead(await mirror.aprocess(source)), system)
+
+        async def tighten(overflow: Overflow) -> View:
+            async with mirror.alock:
+                view = await mirror.atighten(overflow)
+                done.out = _without(strip_overhead(mirror.render()), system)
+            return view
+
+        send = lambda: handler(_override(request, done.out, system))  # noqa: E731
+        done.response = await send_recovering(send, tighten, enabled=self.recover)
+        done.stored = self.changed(mirror, done.rev)
+        return done
+
     def rewrite(
         self, messages: Sequence[Any], out: list[Any], system: Any, tools: Sequence[Any]
     ) -> list[Any] | None:
@@ -433,6 +478,16 @@ class _Core:
         self.conversations.move(_conversation(messages), key)
         self.conversations.get(key).sync(self.source(out, system, tools)[0])
         return out
+
+
+class _Call:
+    """One model call through the middleware: what was sent, what came back."""
+
+    def __init__(self, messages: list[Any], system: Any, rev: str | None) -> None:
+        self.messages, self.system, self.rev = messages, system, rev
+        self.out: list[Any] = []
+        self.response: Any = None
+        self.stored: dict[str, Any] | None = None
 
 
 def _without(out: list[Any], system: Any) -> list[Any]:
@@ -565,6 +620,10 @@ def _build_classes() -> None:
                 message in the state; ``"permanent"`` also replaces the state's messages
                 with the compacted ones.
             name: the middleware's name (give several different names to coexist).
+            recover_from_overflow: when the model call fails with the provider's
+                context-overflow error (`kompakt.parse_overflow`), compact tighter and call
+                once more, the recovery in `events` with its ``overflow``; a second overflow
+                raises `BudgetImpossible`. ``False`` raises the provider's error as it is.
             oversize: when the system prompt and tool schemas alone take more than half
                 the budget, ``"clamp"`` (default) sends the system prompt clamped and
                 warns, ``"raise"`` raises `BudgetImpossible` before the model is called.
@@ -588,9 +647,10 @@ def _build_classes() -> None:
             mode: Mode = "view",
             name: str = "KompaktMiddleware",
             oversize: Oversize = "clamp",
+            recover_from_overflow: bool = True,
         ) -> None:
             super().__init__()
-            self.core = _Core(compactor, mode, name, oversize)
+            self.core = _Core(compactor, mode, name, oversize, recover_from_overflow)
 
         @property
         def name(self) -> str:
@@ -611,36 +671,19 @@ def _build_classes() -> None:
             return self.core.conversations
 
         def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
-            messages = list(request.messages)
-            out, system, stored = self.core.run(
-                request.state, messages, request.system_message, request.tools
-            )
-            response = handler(_override(request, out, system))
-            return _respond(self.core, messages, out, system, stored, response, request.tools)
+            return _respond(self.core, self.core.call(request, handler), request.tools)
 
         async def awrap_model_call(
             self, request: Any, handler: Callable[[Any], Awaitable[Any]]
         ) -> Any:
-            messages = list(request.messages)
-            out, system, stored = await self.core.arun(
-                request.state, messages, request.system_message, request.tools
-            )
-            response = await handler(_override(request, out, system))
-            return _respond(self.core, messages, out, system, stored, response, request.tools)
+            return _respond(self.core, await self.core.acall(request, handler), request.tools)
 
         def __repr__(self) -> str:
             return f"KompaktMiddleware({self.core.compactor!r}, mode={self.mode!r})"
 
-    def _respond(
-        core: _Core,
-        messages: list[Any],
-        out: list[Any],
-        system: Any,
-        stored: dict[str, Any] | None,
-        response: Any,
-        tools: Sequence[Any],
-    ) -> Any:
-        update = dict(stored or {})
+    def _respond(core: _Core, done: _Call, tools: Sequence[Any]) -> Any:
+        messages, out, system, response = done.messages, done.out, done.system, done.response
+        update = dict(done.stored or {})
         if core.mode == "permanent":
             new = core.rewrite(messages, out, system, tools)
             if new is not None:

@@ -11,6 +11,9 @@ Install with ``pip install "kompakt[maf]"``.
   It marks removed originals excluded (MAF keeps them, as kompakt does) and inserts
   kompakt's synthetic messages (collapsed notes, summaries) in their place. Given the
   agent's instructions and tools, it counts them in every budget.
+* `KompaktStrategy.middleware()` is a chat middleware that, when a model call fails with
+  the provider's context-overflow error, compacts that conversation tighter and calls once
+  more (a second overflow raises `BudgetImpossible`).
 * `KompaktStrategy.provider()` binds it to each run's `AgentSession`: one index per
   session, the view kept in ``session.state``, so a second run or a restored session
   resumes what the last call would have sent next.
@@ -64,6 +67,9 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.overflow import Overflow
+from kompakt.recovery import send_recovering
+from kompakt.view import View
 
 __all__ = ["KompaktStrategy", "MAFChatModel", "from_maf", "to_maf", "tool_schemas"]
 
@@ -449,6 +455,21 @@ class KompaktStrategy:
         """
         return _provider_class()(self, source_id)
 
+    def middleware(self, *, recover_from_overflow: bool = True) -> Any:
+        """A MAF chat middleware that answers a context overflow: when the model call this
+        strategy compacted for fails with the provider's context-overflow error
+        (`kompakt.parse_overflow`), the conversation is compacted to fit what the error
+        says (the event in `events`, its ``overflow`` set; the session's view saved) and the
+        call is made once more; a second overflow raises `BudgetImpossible`. Other errors,
+        and calls this strategy did not compact, pass through as they are.
+
+        ```python
+        agent = Agent(client=client, compaction_strategy=strategy,
+                      middleware=[strategy.middleware()])
+        ```
+        """
+        return _middleware_class()(self, recover_from_overflow)
+
     def _bound(self) -> tuple[Any, str, Overhead | None] | None:
         """(session, state key, overhead) when the provider bound this run to a session."""
         bound = _SESSION.get()
@@ -485,10 +506,54 @@ class KompaktStrategy:
                 if bound is not None and (new or len(mirror.events) > before):
                     _save(mirror, *bound)
                 rendered = strip_overhead(mirror.render())
+                _SENT.set((self, mirror, bound))
                 if mirror.last_render_reused and not new:
                     return False  # only new originals, sent as they are: nothing to mark
                 notes = self._notes.setdefault(mirror, _Notes())
                 return _write_back(messages, source, rendered, notes, link=bound is None)
+
+
+_SENT: ContextVar[tuple[KompaktStrategy, Mirror, tuple[Any, str] | None] | None] = ContextVar(
+    "kompakt_maf_sent", default=None
+)
+"""(strategy, mirror, session binding) of the model call a strategy compacted last in this task."""
+
+
+_MIDDLEWARE: list[Any] = []
+
+
+def _middleware_class() -> Any:
+    if _MIDDLEWARE:
+        return _MIDDLEWARE[0]
+    af = _af()
+
+    class KompaktOverflowMiddleware(af.ChatMiddleware):  # type: ignore[misc, name-defined]
+        """Retries a model call once, compacted tighter, after a context overflow (see
+        `KompaktStrategy.middleware`)."""
+
+        def __init__(self, strategy: KompaktStrategy, recover: bool) -> None:
+            self.strategy = strategy
+            self.recover = recover
+
+        async def process(self, context: Any, call_next: Any) -> None:
+            _SENT.set(None)
+
+            async def tighten(overflow: Overflow) -> View | None:
+                sent = _SENT.get()
+                if sent is None or sent[0] is not self.strategy:
+                    return None  # a call this strategy did not compact
+                _, mirror, bound = sent
+                async with mirror.alock:
+                    view = await mirror.atighten(overflow)
+                    if bound is not None:
+                        _save(mirror, *bound)
+                return view
+
+            await send_recovering(call_next, tighten, enabled=self.recover)
+
+    KompaktOverflowMiddleware.__module__ = __name__
+    _MIDDLEWARE.append(KompaktOverflowMiddleware)
+    return KompaktOverflowMiddleware
 
 
 _SESSION: ContextVar[tuple[Any, Any, str, Overhead | None] | None] = ContextVar(

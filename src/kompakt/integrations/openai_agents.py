@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kompakt.integrations._bridge import (
@@ -54,12 +55,17 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.overflow import Overflow
+from kompakt.recovery import send_recovering
+from kompakt.view import View
 
 __all__ = [
     "AgentsChatModel",
     "KompaktSession",
+    "RecoveringModel",
     "from_openai_agents",
     "model_input_filter",
+    "recovering_provider",
     "to_openai_agents",
 ]
 
@@ -336,7 +342,9 @@ class KompaktSession:
             return events
         return self._mirror.events if self._mirror is not None else []
 
-    def run_config(self, *, oversize: Oversize = "clamp", **options: Any) -> Any:
+    def run_config(
+        self, *, oversize: Oversize = "clamp", recover_from_overflow: bool = True, **options: Any
+    ) -> Any:
         """A ``RunConfig`` whose model input filter compacts during a run too.
 
         From then on the session hands the runner its originals and the filter compacts
@@ -344,7 +352,10 @@ class KompaktSession:
         tool run stays in budget, and the view lives in the session's store: the next run,
         or a new process on the same store, sends what the last call would have sent
         next. `options` go to ``RunConfig`` as they are; see `model_input_filter` for
-        `oversize`.
+        `oversize`. With `recover_from_overflow`, the models the run's provider makes
+        (agents whose ``model`` is a name, or none) are `RecoveringModel`s: a request the
+        provider refuses as too long is compacted tighter and sent once more; wrap a model
+        object given to an agent in `RecoveringModel` yourself.
 
         ```python
         await Runner.run(agent, "fix it", session=session, run_config=session.run_config())
@@ -355,7 +366,9 @@ class KompaktSession:
         if self.compactor is None:
             return RunConfig(**options)
         if self._filter is None:
-            self._filter = _filter(self.compactor, oversize, self)
+            self._filter = _filter(self.compactor, oversize, self, recover_from_overflow)
+        if recover_from_overflow:
+            options["model_provider"] = recovering_provider(options.get("model_provider"))
         return RunConfig(call_model_input_filter=self._filter, **options)
 
     # -- hidden originals (pop_item, clear_session) ---------------------------------
@@ -440,7 +453,7 @@ class KompaktSession:
 
 
 def model_input_filter(
-    compactor: Any, *, oversize: Oversize = "clamp"
+    compactor: Any, *, oversize: Oversize = "clamp", recover_from_overflow: bool = True
 ) -> Callable[[Any], Awaitable[Any]]:
     """A ``RunConfig(call_model_input_filter=...)`` that compacts every model call's input.
 
@@ -452,15 +465,21 @@ def model_input_filter(
     met for the first time (a restart on the SDK's `SQLiteSession`, another process) is
     indexed the way its model calls saw it, so its next call continues the last one.
 
+    With `recover_from_overflow`, a model wrapped in `RecoveringModel` that fails with the
+    provider's context-overflow error is sent the same conversation compacted tighter,
+    once (see `RecoveringModel`).
+
     ```python
     config = RunConfig(call_model_input_filter=model_input_filter(compactor))
     await Runner.run(agent, "fix the failing test", run_config=config)
     ```
     """
-    return _filter(compactor, oversize, None)
+    return _filter(compactor, oversize, None, recover_from_overflow)
 
 
-def _filter(compactor: Any, oversize: Oversize, session: Any) -> Callable[[Any], Awaitable[Any]]:
+def _filter(
+    compactor: Any, oversize: Oversize, session: Any, recover: bool = True
+) -> Callable[[Any], Awaitable[Any]]:
     """`model_input_filter`; bound to a `KompaktSession`, a conversation starts from the
     view the session's store recorded last and records every compaction there."""
     template = as_compactor(compactor)
@@ -496,15 +515,175 @@ def _filter(compactor: Any, oversize: Oversize, session: Any) -> Callable[[Any],
                     session._record(mirror)
                 out = strip_overhead(mirror.render())
                 break
+        items = to_openai_agents(out)
+        _SENT.set(_Sent(mirror, items, session) if recover else None)
         return replace(
             model_data,
-            input=to_openai_agents(out),
+            input=items,
             instructions=instructions if instructions is not None else model_data.instructions,
         )
 
     kompakt_input.conversations = conversations  # type: ignore[attr-defined]
     kompakt_input.events = conversations.events  # type: ignore[attr-defined]
     return kompakt_input
+
+
+# -- recovering from a context overflow ----------------------------------------------------
+
+
+@dataclass
+class _Sent:
+    """What a kompakt filter gave the model call that follows it (in the same task)."""
+
+    mirror: Mirror
+    items: list[dict[str, Any]]
+    session: Any
+
+
+_SENT: ContextVar[_Sent | None] = ContextVar("kompakt_agents_sent", default=None)
+
+
+def _sent_for(given: Any) -> _Sent | None:
+    """The filter's record for the input a model was `given` (None for input no kompakt
+    filter made: that is sent as it is, and its overflow raised as it is)."""
+    sent = _SENT.get()
+    if sent is None or not isinstance(given, list) or not given or not sent.items:
+        return None
+    return sent if given[-1] is sent.items[-1] or given == sent.items else None
+
+
+def _recovering(sent: _Sent) -> tuple[list[list[dict[str, Any]]], Callable[[Any], Any]]:
+    """The input to send (a one-item box, replaced on recovery) and the `tighten` for
+    `send_recovering`: the conversation compacted to fit, recorded in the session."""
+    box = [sent.items]
+
+    async def tighten(overflow: Overflow) -> View:
+        mirror = sent.mirror
+        async with mirror.alock:
+            view = await mirror.atighten(overflow)
+            box[0] = sent.items = to_openai_agents(strip_overhead(mirror.render()))
+            if sent.session is not None:
+                sent.session._record(mirror)
+        return view
+
+    return box, tighten
+
+
+_MODEL_CLASS: list[Any] = []
+
+
+def RecoveringModel(model: Any) -> Any:
+    """An Agents SDK `Model` that answers a context overflow by compacting tighter.
+
+    When a request whose input a kompakt filter made (`model_input_filter`,
+    `KompaktSession.run_config`) fails with the provider's context-overflow error
+    (`kompakt.parse_overflow`), that conversation is compacted to fit what the error says
+    (`compact_for_retry`, recorded in the filter's `events` with its ``overflow``) and the
+    request is sent once more; a second overflow raises `BudgetImpossible`. A stream is
+    retried only when it failed before its first event. Any other input and any other error
+    pass through as they are.
+
+    ```python
+    agent = Agent(name="coder", model=RecoveringModel(OpenAIResponsesModel("gpt-4.1", client)))
+    ```
+    """
+    return _model_class()(model)
+
+
+def _model_class() -> Any:
+    if _MODEL_CLASS:
+        return _MODEL_CLASS[0]
+    from agents.models.interface import Model
+
+    class _RecoveringModel(Model):
+        """`model`, its overflows answered by compacting tighter (see `RecoveringModel`)."""
+
+        def __init__(self, model: Any) -> None:
+            self.model = model
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+            given, call = _input_of(args, kwargs)
+            sent = _sent_for(given)
+            if sent is None:
+                return await self.model.get_response(*args, **kwargs)
+            box, tighten = _recovering(sent)
+
+            def send() -> Awaitable[Any]:
+                a, k = call(box[0])
+                return self.model.get_response(*a, **k)  # type: ignore[no-any-return]
+
+            return await send_recovering(send, tighten)
+
+        async def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            given, call = _input_of(args, kwargs)
+            sent = _sent_for(given)
+            if sent is None:
+                async for event in self.model.stream_response(*args, **kwargs):
+                    yield event
+                return
+            box, tighten = _recovering(sent)
+
+            async def first() -> tuple[Any, Any]:
+                a, k = call(box[0])
+                stream = self.model.stream_response(*a, **k).__aiter__()
+                try:
+                    return await stream.__anext__(), stream
+                except StopAsyncIteration:
+                    return _END, stream
+
+            event, stream = await send_recovering(first, tighten)
+            if event is _END:
+                return
+            yield event
+            async for event in stream:
+                yield event
+
+        def get_retry_advice(self, request: Any) -> Any:
+            return self.model.get_retry_advice(request)
+
+        async def close(self) -> None:
+            await self.model.close()
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.model, name)
+
+    _MODEL_CLASS.append(_RecoveringModel)
+    return _RecoveringModel
+
+
+_END = object()
+
+
+_Args = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def _input_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Callable[[Any], _Args]]:
+    """The `input` of a `Model` call, and ``call(items) -> (args, kwargs)``: the same
+    call's arguments with `items` as its input."""
+    if "input" in kwargs:
+        return kwargs["input"], lambda items: (args, {**kwargs, "input": items})
+    given = args[1] if len(args) > 1 else None
+    return given, lambda items: ((*args[:1], items, *args[2:]), kwargs)
+
+
+def recovering_provider(provider: Any = None) -> Any:
+    """A `ModelProvider` whose models are `RecoveringModel`s (`provider`'s, by default the
+    SDK's own ``MultiProvider``)."""
+    from agents.models.interface import ModelProvider
+
+    if provider is None:
+        from agents.models.multi_provider import MultiProvider
+
+        provider = MultiProvider()
+
+    class _RecoveringProvider(ModelProvider):
+        def get_model(self, model_name: str | None) -> Any:
+            return RecoveringModel(provider.get_model(model_name))
+
+        async def aclose(self) -> None:
+            await provider.aclose()
+
+    return _RecoveringProvider()
 
 
 async def _replay(mirror: Mirror, msgs: list[Any], start: int) -> None:

@@ -51,6 +51,8 @@ from kompakt.models.base import (
     assistant_response,
     estimate_usage,
 )
+from kompakt.overflow import parse_overflow
+from kompakt.recovery import retry_impossible
 
 __all__ = [
     "NOTE_KEY",
@@ -395,9 +397,21 @@ class _Conversation:
     """One run's (or one history's) view: the mirror, the instructions and tool schemas
     counted in front of it, the view read from and written to the history."""
 
-    def __init__(self, compactor: Any, mode: Mode, oversize: Oversize, events: list[Any]) -> None:
+    def __init__(
+        self,
+        compactor: Any,
+        mode: Mode,
+        oversize: Oversize,
+        events: list[Any],
+        recover_from_overflow: bool = True,
+    ) -> None:
         if mode not in ("view", "permanent"):
             raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        self.recover_enabled = recover_from_overflow
+        self.retried = False
+        """This request step's overflow was answered (a second one is not)."""
+        self.rev: str | None = None
+        self.overhead: Overhead | None = None
         self.compactor = as_compactor(compactor)
         oversize = oversize_option(oversize)
         self.mode, self.oversize = mode, oversize
@@ -436,8 +450,15 @@ class _Conversation:
             mirror = self.mirror = self._new()  # a history from an earlier run (or process)
             mirror.sync(source)
             mirror.restore(record)
+        self.retried, self.overhead = False, overhead
         rev = mirror.rev
         out = strip_overhead(await mirror.aprocess(source))
+        return self._send(ctx, request_context, out, rev)
+
+    def _send(self, ctx: Any, request_context: Any, out: list[Any], rev: str | None) -> Any:
+        """`request_context` sending `out`; the run's history rewritten (permanent) or the
+        view stored in it when it changed (view)."""
+        mirror, overhead = self.mirror, self.overhead
         request_context.messages = out
         if self.mode == "permanent":
             ctx.messages[:] = out
@@ -447,6 +468,27 @@ class _Conversation:
             if record is not None:
                 _store_view(ctx.messages, record)
         return request_context
+
+    async def recover(self, ctx: Any, request_context: Any, error: Exception) -> Any:
+        """A failed model call: on the provider's first context overflow, compact tighter
+        and ask for another attempt (`prepare` sends the tighter view); a second overflow
+        raises `BudgetImpossible`; any other error is raised as it is."""
+        overflow = parse_overflow(error) if self.recover_enabled else None
+        if overflow is None:
+            raise error
+        if self.retried:
+            raise retry_impossible(self.mirror.view, overflow) from error
+        async with self.mirror.alock:
+            self.rev = self.mirror.rev
+            await self.mirror.atighten(overflow)
+        self.retried = True
+        raise require("pydantic_ai.exceptions", _WHAT, "pydantic-ai").RetryModelRequest()
+
+    def prepare(self, ctx: Any, request_context: Any) -> Any:
+        """An attempt after `recover`: it sends the tighter view."""
+        if not self.retried:
+            return request_context
+        return self._send(ctx, request_context, strip_overhead(self.mirror.render()), self.rev)
 
 
 def history_processor(
@@ -480,7 +522,13 @@ def history_processor(
 _CLASS: list[Any] = []
 
 
-def KompaktCapability(compactor: Any, *, mode: Mode = "view", oversize: Oversize = "clamp") -> Any:
+def KompaktCapability(
+    compactor: Any,
+    *,
+    mode: Mode = "view",
+    oversize: Oversize = "clamp",
+    recover_from_overflow: bool = True,
+) -> Any:
     """A Pydantic AI capability that compacts before every model request.
 
     Args:
@@ -494,6 +542,11 @@ def KompaktCapability(compactor: Any, *, mode: Mode = "view", oversize: Oversize
         oversize: when the instructions and tool schemas take more than half the budget,
             ``"clamp"`` (default) sends the instructions clamped and warns, ``"raise"``
             raises `BudgetImpossible` before the model is called.
+        recover_from_overflow: when a model request fails with the provider's
+            context-overflow error (`kompakt.parse_overflow`), compact tighter and make one
+            more attempt (Pydantic AI's `RetryModelRequest`), the recovery in `events` with
+            its ``overflow``; a second overflow raises `BudgetImpossible`. ``False`` leaves
+            the provider's error as it is.
 
     Instructions, system prompts, tool schemas and the new user prompt all count toward
     the budget. Each run has its own view (concurrent runs never interfere); the
@@ -505,7 +558,7 @@ def KompaktCapability(compactor: Any, *, mode: Mode = "view", oversize: Oversize
     """
     if mode not in ("view", "permanent"):
         raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-    return _capability_class()(compactor, mode, oversize)
+    return _capability_class()(compactor, mode, oversize, recover=recover_from_overflow)
 
 
 def _capability_class() -> Any:
@@ -522,13 +575,16 @@ def _capability_class() -> Any:
             mode: Mode,
             oversize: Oversize = "clamp",
             events: list[Any] | None = None,
+            *,
+            recover: bool = True,
         ) -> None:
             self.compactor = compactor
             self.mode = mode
             self.oversize = oversize
+            self.recover = recover
             self.events: list[Any] = events if events is not None else []
             """Every compaction of every run, oldest first."""
-            self.conversation = _Conversation(compactor, mode, oversize, self.events)
+            self.conversation = _Conversation(compactor, mode, oversize, self.events, recover)
 
         @property
         def mirror(self) -> Mirror:
@@ -541,10 +597,20 @@ def _capability_class() -> Any:
 
         async def for_run(self, ctx: Any) -> Any:
             # each run its own view, read back from the history it was given
-            return type(self)(self.compactor, self.mode, self.oversize, self.events)
+            return type(self)(
+                self.compactor, self.mode, self.oversize, self.events, recover=self.recover
+            )
 
         async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
             return await self.conversation.process(ctx, request_context)
+
+        async def prepare_model_request(self, ctx: Any, request_context: Any) -> Any:
+            return self.conversation.prepare(ctx, request_context)
+
+        async def on_model_request_error(
+            self, ctx: Any, *, request_context: Any, error: Exception
+        ) -> Any:
+            return await self.conversation.recover(ctx, request_context, error)
 
     _CLASS.append(_KompaktCapability)
     return _KompaktCapability
