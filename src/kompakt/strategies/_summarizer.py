@@ -101,36 +101,36 @@ class SummarizingStrategy(BaseStrategy):
     instruction = "Summarize the transcript."
     note_share: float | None = None
     """With a budget (or target), the share of it the note may grow to past
-    `max_summary_tokens` (None: the note's size is `max_summary_tokens` alone)."""
+    `max_note_tokens` (None: the note's size is `max_note_tokens` alone)."""
     inline_without_model = True
     """Without a model `apply_async` never awaits, so `apply` may run it inline."""
 
     def __init__(
         self,
         *,
-        keep_last: int = 4,
+        keep_last_groups: int = 4,
         summarizer: ChatModel | Summarizer | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
-        max_summary_tokens: int = 800,
+        max_note_tokens: int = 800,
         max_input_tokens: int = 8_000,
         timeout: float | None = 120.0,
         recall_tool: str | None = None,
         rolling: bool = True,
         trigger: TriggerLike | None = None,
     ) -> None:
-        positive_int("keep_last", keep_last, low=0)
-        positive_int("max_summary_tokens", max_summary_tokens, low=16)
+        positive_int("keep_last_groups", keep_last_groups, low=0)
+        positive_int("max_note_tokens", max_note_tokens, low=16)
         positive_int("max_input_tokens", max_input_tokens, low=256)
         positive_timeout(timeout)
-        self.keep_last = keep_last
-        self.min_preserved = max(keep_last, 0)
+        self.keep_last_groups = keep_last_groups
+        self.min_preserved = max(keep_last_groups, 0)
         self.summarizer = as_summarizer(summarizer)
         # read once, here: a strategy does not change summarizer between compactions
         self.env_summarizer = default_summarizer() if summarizer is None else None
         self.prompt = prompt
         self.template = template
-        self.max_summary_tokens = max_summary_tokens
+        self.max_note_tokens = max_note_tokens
         self.max_input_tokens = max_input_tokens
         self.timeout = timeout
         self.recall_tool = recall_tool
@@ -146,13 +146,13 @@ class SummarizingStrategy(BaseStrategy):
 
     def __repr__(self) -> str:
         model = getattr(self.summarizer, "name", None)
-        return f"{self.name}(keep_last={self.keep_last}, summarizer={model!r})"
+        return f"{self.name}(keep_last_groups={self.keep_last_groups}, summarizer={model!r})"
 
     # -- the span ----------------------------------------------------------------------
 
-    def select_span(self, view: View, *, keep_last: int | None = None) -> Span:
+    def select_span(self, view: View, *, keep_last_groups: int | None = None) -> Span:
         """Every group that may be summarized, oldest first (earlier summaries included)."""
-        keep = self.keep_last if keep_last is None else keep_last
+        keep = self.keep_last_groups if keep_last_groups is None else keep_last_groups
         return self.span_of(view, list(view.candidates(keep, originals_only=False)))
 
     def span_of(self, view: View, groups: Sequence[int]) -> Span:
@@ -220,9 +220,9 @@ class SummarizingStrategy(BaseStrategy):
         return limit
 
     def size_limit(self, span_tokens: int, cap: int | None = None) -> int:
-        """The note's own limit: `max_summary_tokens` (or `note_share` of the budget `cap`
+        """The note's own limit: `max_note_tokens` (or `note_share` of the budget `cap`
         when that is more), at most half the span."""
-        own = self.max_summary_tokens
+        own = self.max_note_tokens
         if cap is not None and self.note_share is not None:
             own = max(own, int(cap * self.note_share))
         return min(own, max(16, span_tokens // 2))
