@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kompakt._deprecation import renamed
 from kompakt.store.base import (
+    BaseStore,
     CompactionRecord,
     HistoryStore,
     MessageLike,
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from kompakt.store.postgres import PostgresStore
 
 __all__ = [
+    "BaseStore",
     "CompactionRecord",
     "HistoryStore",
     "MemoryStore",
@@ -39,4 +42,7 @@ def __getattr__(name: str) -> Any:
         from kompakt.store.postgres import PostgresStore
 
         return PostgresStore
+    if name == "StoreBase":  # the 0.1 name, kept for one release
+        renamed("StoreBase", "BaseStore", owner="kompakt.store")
+        return BaseStore
     raise AttributeError(f"module 'kompakt.store' has no attribute {name!r}")

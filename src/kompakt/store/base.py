@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from kompakt._deprecation import renamed
 from kompakt.errors import InputError, SessionConflict, StoreError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
@@ -46,6 +47,7 @@ from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.view import View
 
 __all__ = [
+    "BaseStore",
     "CompactionRecord",
     "HistoryStore",
     "MessageLike",
@@ -307,7 +309,7 @@ class HistoryStore(Protocol):
         ...
 
 
-class StoreBase(ABC):
+class BaseStore(ABC):
     """What every store shares; subclasses implement the primitives."""
 
     # -- primitives -----------------------------------------------------------------
@@ -389,7 +391,7 @@ class StoreBase(ABC):
     def close(self) -> None:
         return None
 
-    def __enter__(self) -> StoreBase:
+    def __enter__(self) -> BaseStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -471,3 +473,10 @@ def first_rows(tiers: Iterable[Iterable[Sequence[Any]]], limit: int) -> list[tup
 def query_terms(query: str) -> list[str]:
     """The words of a query, as full-text search tokenizes them (letters, digits, _)."""
     return re.findall(r"\w+", query.lower())
+
+
+def __getattr__(name: str) -> type[BaseStore]:
+    if name == "StoreBase":  # the 0.1 name, kept for one release
+        renamed("StoreBase", "BaseStore", owner="kompakt.store")
+        return BaseStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, BaseStore
 
 __all__ = ["MemoryStore"]
 
@@ -33,7 +33,7 @@ class _Session:
     records: list[CompactionRecord] = field(default_factory=list)
 
 
-class MemoryStore(StoreBase):
+class MemoryStore(BaseStore):
     """Every session in memory; thread-safe; gone when the process ends."""
 
     def __init__(self) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from kompakt.errors import ConfigError, MissingDependency, StoreError
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, BaseStore
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -67,7 +67,7 @@ _RETRIES = 50
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(BaseStore):
     """The history store in a PostgreSQL database.
 
     Args:

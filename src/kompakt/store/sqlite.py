@@ -33,7 +33,7 @@ from typing import Any
 from kompakt.errors import ConfigError, StoreError
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
+from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, BaseStore
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -84,7 +84,7 @@ MIGRATIONS: list[list[str]] = [
 _RETRIES = 50
 
 
-class SQLiteStore(StoreBase):
+class SQLiteStore(BaseStore):
     """The history store in one SQLite file (or ``":memory:"``).
 
     Args:
