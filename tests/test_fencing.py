@@ -130,7 +130,7 @@ def test_collapse_note_fits_its_cap_with_many_calls(max_chars: int) -> None:
     ]
     msgs = [Message.assistant("reading all files " * 20, tool_calls=calls)]
     msgs += [Message.tool("</tool_output> " * 50, tool_call_id=c.id) for c in calls]
-    note = collapse_note(msgs, max_chars)
+    note = collapse_note(msgs, max_chars=max_chars)
     assert len(note) <= max_chars and note.startswith(("reading", RECORD))
     tags = _TAG.findall(note)
     assert len(tags) % 2 == 0 and all(t == "</tool_output>" for t in tags[1::2])

@@ -66,8 +66,8 @@ _EXPORTS: dict[str, str] = {
     "HasToolCalls": "kompakt.triggers",
     "Always": "kompakt.triggers",
     "Never": "kompakt.triggers",
-    "All": "kompakt.triggers",
-    "Any": "kompakt.triggers",
+    "AllOf": "kompakt.triggers",
+    "AnyOf": "kompakt.triggers",
     "Not": "kompakt.triggers",
     # strategies
     "Strategy": "kompakt.strategies",
@@ -117,6 +117,7 @@ _EXPORTS: dict[str, str] = {
     "model_from_string": "kompakt.models",
     # store and agent
     "HistoryStore": "kompakt.store",
+    "BaseStore": "kompakt.store",
     "MemoryStore": "kompakt.store",
     "SQLiteStore": "kompakt.store",
     "PostgresStore": "kompakt.store",
@@ -140,13 +141,14 @@ __all__ = [
     "ASSISTANT_CONCEPTS",
     "CODING_AGENT_CONCEPTS",
     "Agent",
-    "All",
+    "AllOf",
     "Always",
     "AnthropicModel",
-    "Any",
+    "AnyOf",
     "AsyncStrategy",
     "BackgroundCompaction",
     "BackgroundCompactor",
+    "BaseStore",
     "BaseStrategy",
     "BudgetImpossible",
     "Budgeted",
@@ -252,8 +254,16 @@ __all__ = [
 # and importing the module later would bind `kompakt.repair` to the module.
 from kompakt.repair import Repair, repair  # noqa: E402
 
+_RENAMED: dict[str, str] = {"All": "AllOf", "Any": "AnyOf", "StoreBase": "BaseStore"}
+"""0.1 names, still importable for one release (with a DeprecationWarning)."""
+
 
 def __getattr__(name: str) -> typing.Any:
+    if name in _RENAMED:
+        from kompakt._deprecation import renamed
+
+        renamed(name, _RENAMED[name], owner="kompakt")
+        return __getattr__(_RENAMED[name])
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'kompakt' has no attribute {name!r}")
@@ -340,6 +350,7 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         compact_for_retry_async,
     )
     from kompakt.store import (
+        BaseStore,
         CompactionRecord,
         HistoryStore,
         MemoryStore,
@@ -381,9 +392,9 @@ if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
         Tokenizer,
     )
     from kompakt.triggers import (
-        All,
+        AllOf,
         Always,
-        Any,
+        AnyOf,
         CharsExceed,
         ContextFraction,
         GroupsExceed,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from kompakt._deprecation import renamed_options
 from kompakt.config import (
     STRATEGY_NAMES,
     _list,
@@ -200,18 +201,19 @@ class Compactor:
     TokensExceed(limit=8000)
     """
 
+    @renamed_options(positional=("strategy", "target"))
     def __init__(
         self,
         trigger: TriggerLike | None = None,
-        strategy: StrategyLike | str | None = None,
-        target: TriggerLike | None = None,
         *,
+        strategy: StrategyLike | str,
+        target: TriggerLike | None = None,
         tokenizer: Tokenizer | None = None,
         summarizer: ChatModel | str | None = None,
         min_preserved: int | None = None,
         rehydrate: Rehydrate | None = None,
     ) -> None:
-        if strategy is None:
+        if strategy is None:  # typed as required; None from an untyped caller
             raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
         strat: Any = strategy_from_name(strategy) if isinstance(strategy, str) else strategy
         strat = as_strategy(strat)
@@ -306,7 +308,7 @@ class Compactor:
         `Rehydrate.room_for` (unchanged without `rehydrate`).
 
         >>> from kompakt.strategies import Budgeted, Rehydrate
-        >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=1_000))
+        >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_message_tokens=1_000))
         >>> c.with_room()[0].token_budget
         7000
         """
@@ -407,8 +409,8 @@ class Compactor:
         target = target_from_table(data["target"]) if "target" in data else None
         return cls(
             trigger,
-            strategy,
-            target,
+            strategy=strategy,
+            target=target,
             tokenizer=_tokenizer(data.get("tokenizer")),
             summarizer=_summarizer(data.get("summarizer")),
             min_preserved=_min_preserved(data.get("min_preserved")),
@@ -489,10 +491,11 @@ def _summarizer(spec: Any) -> Any:
 # -- one-shot compaction of a list ------------------------------------------------------
 
 
+@renamed_options(positional=("strategy",))
 def apply_compaction(
     messages: Any,
-    strategy: StrategyLike | str,
     *,
+    strategy: StrategyLike | str,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
     summarizer: ChatModel | str | None = None,
@@ -507,7 +510,7 @@ def apply_compaction(
     >>> from kompakt.strategies import Budgeted
     >>> from kompakt import CharEstimator
     >>> msgs = [Message.system("s")] + [Message.user("x" * 400) for _ in range(10)]
-    >>> out = apply_compaction(msgs, Budgeted(300))
+    >>> out = apply_compaction(msgs, strategy=Budgeted(300))
     >>> [m.synthetic for m in out], sum(CharEstimator().count_message(m) for m in out) <= 300
     ([None, 'summary', None, None], True)
     """
@@ -517,10 +520,11 @@ def apply_compaction(
     return back(view.render())
 
 
+@renamed_options(positional=("strategy",))
 async def apply_compaction_async(
     messages: Any,
-    strategy: StrategyLike | str,
     *,
+    strategy: StrategyLike | str,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
     summarizer: ChatModel | str | None = None,
@@ -545,7 +549,7 @@ def as_history_processor(
     strat = _strategy(strategy)
 
     def process(messages: list[Message]) -> list[Message]:
-        out: list[Message] = apply_compaction(messages, strat, tokenizer=tokenizer)
+        out: list[Message] = apply_compaction(messages, strategy=strat, tokenizer=tokenizer)
         return out
 
     return process
@@ -576,7 +580,7 @@ def _read(
 
     conv = formats.loads(messages, format=format)
     fmt = getattr(conv, "format", None) or format
-    return list(conv), lambda out: formats.dump(_like(conv, out), fmt)
+    return list(conv), lambda out: formats.dump(_like(conv, out), format=fmt)
 
 
 def _like(conv: Any, out: list[Message]) -> Any:

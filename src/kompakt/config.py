@@ -1,10 +1,11 @@
 """Strategies and triggers by name, and compactors from TOML.
 
-The names are the snake_case of the class names; the CLI's ``--strategy NAME`` and
-the ``[[strategy]]`` tables of a config file use them.
+The names are the snake_case of the class names, one registry for the whole library:
+the ``[[strategy]]`` tables of a config file, the CLI's ``--strategy NAME`` and the
+evaluation use them.
 
->>> strategy_from_name("collapse_tool_results", keep_last=3)
-CollapseToolResults(keep_last=3)
+>>> strategy_from_name("collapse_tool_results", keep_last_groups=3)
+CollapseToolResults(keep_last_groups=3)
 >>> trigger_from_table({"tokens": 100_000})
 TokensExceed(limit=100000)
 
@@ -18,7 +19,7 @@ tokens = 100000
 tokens = 60000
 [[strategy]]
 name = "collapse_tool_results"
-keep_last = 3
+keep_last_groups = 3
 [[strategy]]
 name = "truncation"
 ```
@@ -34,10 +35,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kompakt._deprecation import renamed
 from kompakt.errors import ConfigError
 from kompakt.triggers import (
-    All,
+    AllOf,
     Always,
+    AnyOf,
     CharsExceed,
     ContextFraction,
     GroupsExceed,
@@ -49,12 +52,13 @@ from kompakt.triggers import (
     Trigger,
     TurnsExceed,
 )
-from kompakt.triggers import Any as AnyOf
 
 __all__ = [
+    "STRATEGY_ALIASES",
     "STRATEGY_NAMES",
     "read_config",
     "strategy_from_name",
+    "strategy_name",
     "target_from_table",
     "trigger_from_table",
 ]
@@ -80,6 +84,17 @@ _REGISTRY: dict[str, str] = {
 STRATEGY_NAMES: tuple[str, ...] = tuple(sorted(_REGISTRY))
 """Every name `strategy_from_name` knows (summary strategies need their module present)."""
 
+STRATEGY_ALIASES: dict[str, str] = {
+    "digest": "extractive_digest",
+    "window": "sliding_window",
+    "first_last": "keep_first_and_last",
+    "collapse": "collapse_tool_results",
+    "remove_tools": "remove_tool_calls",
+    "clamp": "clamp_oversized",
+    "supersede": "supersede_reads",
+}
+"""The short names ``kompakt replay/eval --strategy`` took in 0.1, accepted for one release."""
+
 _EXCEED = {
     "tokens": TokensExceed,
     "messages": MessagesExceed,
@@ -98,6 +113,23 @@ def _snake(name: str) -> str:
     return "".join(out).replace("-", "_")
 
 
+def strategy_name(name: str, *, stacklevel: int = 2) -> str:
+    """The registry's name for `name` (snake_case, kebab-case or the class name); a 0.1
+    short name is accepted with a DeprecationWarning. Raises `ConfigError` when unknown.
+
+    >>> strategy_name("CollapseToolResults"), strategy_name("sliding-window")
+    ('collapse_tool_results', 'sliding_window')
+    """
+    key = _snake(name)
+    if key in _REGISTRY:
+        return key
+    if key in STRATEGY_ALIASES:
+        new = STRATEGY_ALIASES[key]
+        renamed(name, new, owner="strategy names", stacklevel=stacklevel)
+        return new
+    raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGY_NAMES)}")
+
+
 def strategy_from_name(name: str, **options: Any) -> Any:
     """A strategy from its snake_case name (or class name) and keyword options.
 
@@ -105,15 +137,12 @@ def strategy_from_name(name: str, **options: Any) -> Any:
     ``pipeline`` and ``budgeted`` may be names or tables with a ``name`` key.
 
     >>> strategy_from_name("budgeted", token_budget=8000, strategies=["truncation"])
-    Budgeted(8000, [Truncation(min_preserved=2, trigger=None)])
+    Budgeted(8000, strategies=[Truncation(min_preserved=2, trigger=None)])
     """
     import kompakt.strategies as strategies
 
-    key = _snake(name)
-    cls_name = _REGISTRY.get(key)
-    if cls_name is None:
-        raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(STRATEGY_NAMES)}")
-    cls = getattr(strategies, cls_name, None)
+    key = strategy_name(name, stacklevel=3)
+    cls = getattr(strategies, _REGISTRY[key], None)
     if cls is None:
         raise ConfigError(f"strategy {name!r} is not available in this installation")
     if isinstance(options.get("trigger"), Mapping):
@@ -148,8 +177,9 @@ def strategy_from_spec(spec: Any) -> Any:
 def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> Trigger:
     """A trigger from ``{tokens = N, messages = N, turns, groups, chars, fraction, ...}``.
 
-    Several keys fire when any of them does. ``fraction`` takes ``window`` or ``model``;
-    ``tool_calls = true`` fires while tool-call groups are sent; ``always = true``.
+    Several keys fire when any of them does. ``fraction`` takes ``context_window`` or
+    ``model``; ``tool_calls = true`` fires while tool-call groups are sent;
+    ``always = true``.
     """
     found: list[Trigger] = []
     rest = _table(table, where)
@@ -160,7 +190,7 @@ def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> T
         found.append(
             ContextFraction(
                 _float(rest.pop("fraction"), f"{where}.fraction"),
-                window=rest.pop("window", None),
+                context_window=_context_window(rest, where),
                 model=rest.pop("model", None),
             )
         )
@@ -172,6 +202,16 @@ def trigger_from_table(table: Mapping[str, Any], *, where: str = "trigger") -> T
     if not found:
         raise ConfigError(f"`[{where}]` names no condition: use tokens, messages, turns, ...")
     return found[0] if len(found) == 1 else AnyOf(*found)
+
+
+def _context_window(rest: dict[str, Any], where: str) -> Any:
+    """``context_window`` (or the 0.1 key ``window``, with a DeprecationWarning)."""
+    if "window" in rest:
+        renamed("window", "context_window", owner=f"[{where}]", stacklevel=3)
+        if "context_window" in rest:
+            raise ConfigError(f"`[{where}]` has both `window` and `context_window`: keep one")
+        return rest.pop("window")
+    return rest.pop("context_window", None)
 
 
 def target_from_table(table: Mapping[str, Any], *, where: str = "target") -> Trigger:
@@ -186,7 +226,7 @@ def target_from_table(table: Mapping[str, Any], *, where: str = "target") -> Tri
     _no_rest(rest, where)
     if not found:
         raise ConfigError(f"`[{where}]` names no condition: use tokens, messages, turns, ...")
-    return found[0] if len(found) == 1 else All(*found)
+    return found[0] if len(found) == 1 else AllOf(*found)
 
 
 def read_config(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:

@@ -93,12 +93,21 @@ class Problem:
 class InvalidConversation(InputError):
     """A conversation a provider would reject; `problems` lists every rule broken."""
 
-    def __init__(self, problems: Sequence[Problem], dialect: str = "openai") -> None:
+    def __init__(self, problems: Sequence[Problem], *, format: str = "openai") -> None:
         self.problems = list(problems)
-        self.dialect = dialect
+        self.format = format
+        """The provider format checked (``openai``, ``anthropic``, ``responses``, ``gemini``)."""
         first = str(self.problems[0]) if self.problems else "no problems"
         more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
-        super().__init__(f"invalid for {dialect}: {first}{more}")
+        super().__init__(f"invalid for {format}: {first}{more}")
+
+    @property
+    def dialect(self) -> str:
+        """The 0.1 name of `format` (deprecated)."""
+        from kompakt._deprecation import renamed
+
+        renamed("dialect", "format", owner="InvalidConversation")
+        return self.format
 
 
 class ConfigError(InputError):

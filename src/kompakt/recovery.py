@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from kompakt._deprecation import renamed_options
 from kompakt.compactor import CompactionEvent, _prepare, _read, _strategy
 from kompakt.errors import BudgetImpossible
 from kompakt.index import MessageIndex
@@ -128,15 +129,19 @@ def retry_strategy(strategy: StrategyLike | str | None, budget: int) -> Budgeted
     strat = _strategy(strategy)
     if isinstance(strat, Budgeted):
         return Budgeted(
-            budget, strat.strategies, early_stop=strat.early_stop, min_preserved=strat.min_preserved
+            budget,
+            strategies=strat.strategies,
+            early_stop=strat.early_stop,
+            min_preserved=strat.min_preserved,
         )
-    return Budgeted(budget, [strat])
+    return Budgeted(budget, strategies=[strat])
 
 
+@renamed_options(positional=("overflow",))
 def compact_for_retry(
     messages: Any,
-    overflow: Overflow,
     *,
+    overflow: Overflow,
     strategy: StrategyLike | str | None = None,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
@@ -169,10 +174,11 @@ def compact_for_retry(
     return back(view), _finish(event, view, ctx, t0, overflow)
 
 
+@renamed_options(positional=("overflow",))
 async def compact_for_retry_async(
     messages: Any,
-    overflow: Overflow,
     *,
+    overflow: Overflow,
     strategy: StrategyLike | str | None = None,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,

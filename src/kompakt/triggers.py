@@ -13,7 +13,7 @@ prompt cache (which matches a stable prefix) keeps hitting.
 >>> from kompakt.index import MessageIndex
 >>> from kompakt.messages import Message
 >>> idx = MessageIndex([Message.user("x" * 400)])
->>> TokensExceed(50)(idx), TokensExceed(500)(idx), Any(Never(), Always())(idx)
+>>> TokensExceed(50)(idx), TokensExceed(500)(idx), AnyOf(Never(), Always())(idx)
 (True, False, True)
 """
 
@@ -23,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
+from kompakt._deprecation import renamed, renamed_options
 from kompakt.errors import ConfigError
 
 __all__ = [
     "CONTEXT_WINDOWS",
-    "All",
+    "AllOf",
     "Always",
-    "Any",
+    "AnyOf",
     "CharsExceed",
     "ContextFraction",
     "GroupsExceed",
@@ -73,10 +74,10 @@ class Trigger:
         raise NotImplementedError
 
     def __and__(self, other: TriggerLike) -> Trigger:
-        return All(self, other)
+        return AllOf(self, other)
 
     def __or__(self, other: TriggerLike) -> Trigger:
-        return Any(self, other)
+        return AnyOf(self, other)
 
     def __invert__(self) -> Trigger:
         return Not(self)
@@ -193,7 +194,7 @@ class Never(Trigger):
         return False
 
 
-class All(Trigger):
+class AllOf(Trigger):
     """Fires when every one of `triggers` fires."""
 
     def __init__(self, *triggers: TriggerLike) -> None:
@@ -203,10 +204,10 @@ class All(Trigger):
         return all(t(m) for t in self.triggers)
 
     def __repr__(self) -> str:
-        return f"All{self.triggers!r}"
+        return f"AllOf{self.triggers!r}"
 
 
-class Any(Trigger):
+class AnyOf(Trigger):
     """Fires when any of `triggers` fires."""
 
     def __init__(self, *triggers: TriggerLike) -> None:
@@ -216,7 +217,7 @@ class Any(Trigger):
         return any(t(m) for t in self.triggers)
 
     def __repr__(self) -> str:
-        return f"Any{self.triggers!r}"
+        return f"AnyOf{self.triggers!r}"
 
 
 class Not(Trigger):
@@ -299,9 +300,13 @@ def context_window(model: str) -> int:
             best = known
     if not best:
         raise ConfigError(
-            f"unknown context window for model {model!r}: pass window=<tokens> to ContextFraction"
+            f"unknown context window for model {model!r}: "
+            "pass context_window=<tokens> to ContextFraction"
         )
     return CONTEXT_WINDOWS[best]
+
+
+_window_of = context_window  # ContextFraction's option of the same name shadows it
 
 
 class ContextFraction(Trigger):
@@ -311,23 +316,42 @@ class ContextFraction(Trigger):
     102400
     """
 
+    @renamed_options(window="context_window")
     def __init__(
-        self, fraction: float, *, window: int | None = None, model: str | None = None
+        self, fraction: float, *, context_window: int | None = None, model: str | None = None
     ) -> None:
         if not 0 < fraction <= 1:
             raise ConfigError(f"`fraction` must be in (0, 1], got {fraction!r}")
-        if window is None:
+        if context_window is None:
             if model is None:
-                raise ConfigError("ContextFraction needs `window=` or `model=`")
-            window = context_window(model)
-        if _check_limit("window", window) == 0:
-            raise ConfigError("`window` must be an int > 0, got 0")
+                raise ConfigError("ContextFraction needs `context_window=` or `model=`")
+            context_window = _window_of(model)
+        if _check_limit("context_window", context_window) == 0:
+            raise ConfigError("`context_window` must be an int > 0, got 0")
         self.fraction = fraction
-        self.window = window
-        self.limit = int(window * fraction)
+        self.context_window = context_window
+        self.limit = int(context_window * fraction)
+
+    @property
+    def window(self) -> int:
+        """The 0.1 name of `context_window` (deprecated)."""
+        renamed("window", "context_window", owner="ContextFraction")
+        return self.context_window
 
     def __call__(self, m: Metrics) -> bool:
         return m.total_tokens > self.limit
 
     def __repr__(self) -> str:
-        return f"ContextFraction({self.fraction}, window={self.window})"
+        return f"ContextFraction({self.fraction}, context_window={self.context_window})"
+
+
+_RENAMED = {"Any": "AnyOf", "All": "AllOf"}
+"""Old names, importable for one release (``Any`` shadowed `typing.Any`)."""
+
+
+def __getattr__(name: str) -> type[Trigger]:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    renamed(name, new, owner="kompakt.triggers")
+    return globals()[new]  # type: ignore[no-any-return]

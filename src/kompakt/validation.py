@@ -32,7 +32,7 @@ One pass over the messages plus one over the call ids: O(n).
 >>> msgs = [Message.user("hi"), Message.tool("a.py", tool_call_id="c9")]
 >>> find_problems(msgs)
 [Problem(1, 'orphan_result', "tool result answers call 'c9', which is not in the conversation")]
->>> validate([Message.assistant("hello")], dialect="anthropic")
+>>> validate([Message.assistant("hello")], format="anthropic")
 Traceback (most recent call last):
 ...
 kompakt.errors.InvalidConversation: invalid for anthropic: message 0: first_not_user: \
@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError, InvalidConversation, Problem
 from kompakt.messages import Message
 
@@ -75,29 +76,34 @@ _RANK = {rule: n for n, rule in enumerate(RULES)}
 _SYSTEM = ("system", "developer")
 
 
-def validate(messages: Iterable[Message] | Any, dialect: Dialect = "openai") -> None:
-    """Raise `InvalidConversation` listing every problem; return quietly when valid.
+@renamed_options(positional=("dialect",), dialect="format")
+def validate(messages: Iterable[Message] | Any, *, format: Dialect = "openai") -> None:
+    """Raise `InvalidConversation` listing every problem for the provider `format`;
+    return quietly when valid.
 
     `messages` is a message list or anything `kompakt.loads` parses.
     """
-    problems = find_problems(messages, dialect)
+    problems = find_problems(messages, format=format)
     if problems:
-        raise InvalidConversation(problems, dialect)
+        raise InvalidConversation(problems, format=format)
 
 
-def find_problems(messages: Iterable[Message] | Any, dialect: Dialect = "openai") -> list[Problem]:
-    """Every rule the conversation breaks for `dialect`.
+@renamed_options(positional=("dialect",), dialect="format")
+def find_problems(
+    messages: Iterable[Message] | Any, *, format: Dialect = "openai"
+) -> list[Problem]:
+    """Every rule the conversation breaks for the provider `format`.
 
     Ordered by message index, then by rule (in the order of `RULES`).
     """
-    if dialect not in DIALECTS:
-        raise ConfigError(f"`dialect` must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+    if format not in DIALECTS:
+        raise ConfigError(f"`format` must be one of {', '.join(DIALECTS)}, got {format!r}")
     msgs = _messages(messages)
     problems = _call_problems(msgs)
-    problems.extend(_order_problems(msgs, dialect))
-    if dialect == "responses":
+    problems.extend(_order_problems(msgs, format))
+    if format == "responses":
         problems.extend(_responses_problems(msgs))
-    elif dialect == "gemini":
+    elif format == "gemini":
         problems.extend(_gemini_problems(msgs))
     problems.sort(key=lambda p: (p.index, _RANK[p.rule]))
     return problems

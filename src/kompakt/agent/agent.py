@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
+from kompakt._deprecation import renamed_options
 from kompakt.agent.background import BackgroundCompaction, run_compaction
 from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
 from kompakt.agent.fresh import keep_fresh_results
@@ -105,17 +106,18 @@ class Agent:
         context_window: tokens of the model's window (default: from a `ContextFraction`
             trigger or the model's name when known).
         recall_tokens: most tokens one recall returns.
-        max_tokens: passed to each model call.
+        max_output_tokens: the answer limit of each model call.
         tokenizer: counts tokens (default: the compactor's, else `CharEstimator`).
         recover_from_overflow: when the provider refuses a request as over its context
             window, compact tighter and retry the call once (see docs/agent.md).
     """
 
+    @renamed_options(positional=("tools",), max_tokens="max_output_tokens")
     def __init__(
         self,
         model: ChatModel | str | None = None,
-        tools: Iterable[ToolLike] = (),
         *,
+        tools: Iterable[ToolLike] = (),
         compactor: Compactor | None = None,
         store: HistoryStore | None = None,
         session: str | None = None,
@@ -128,7 +130,7 @@ class Agent:
         recall: bool = True,
         context_window: int | None = None,
         recall_tokens: int = 4000,
-        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
         tokenizer: Tokenizer | None = None,
         recover_from_overflow: bool = True,
     ) -> None:
@@ -148,7 +150,7 @@ class Agent:
         self.hook: Hook = hook
         self.warn_fraction = warn_fraction
         self.recall_tokens = recall_tokens
-        self.max_tokens = max_tokens
+        self.max_output_tokens = max_output_tokens
         self.recover_from_overflow = recover_from_overflow
         self.tokenizer: Tokenizer = (
             tokenizer or (compactor.tokenizer if compactor else None) or CharEstimator()
@@ -287,7 +289,7 @@ class Agent:
         self._last_request = estimate + self._offset
         result.request_tokens.append(self._last_request)
         specs = [t.spec for t in self.tools.values()] or None
-        response = await self.model.chat(request, tools=specs, max_tokens=self.max_tokens)
+        response = await self.model.chat(request, tools=specs, max_tokens=self.max_output_tokens)
         result.usage.append(response.usage)
         result.steps += 1
         if response.usage.input_tokens > 0:  # calibrate: the provider's count wins
@@ -578,7 +580,7 @@ def _interrupted(call: ToolCall) -> Message:
 def _window(compactor: Compactor | None, model: Any) -> int | None:
     trigger = compactor.trigger if compactor else None
     if isinstance(trigger, ContextFraction):
-        return trigger.window
+        return trigger.context_window
     try:
         return context_window(str(getattr(model, "name", "")))
     except ConfigError:

@@ -219,7 +219,7 @@ class BackgroundCompaction:
       summarizer call); `prepare_at` (a trigger, or a token count) overrides that.
       Timing needs a token trigger (`TokensExceed`, `ContextFraction`, a `Budgeted`'s).
     * *What*: the span a compaction at the trigger would summarize. The groups that
-      will arrive meanwhile are counted in what the strategy keeps (its `keep_last` or
+      will arrive meanwhile are counted in what the strategy keeps (its `keep_last_groups` or
       `min_preserved` is lowered by the steps expected until the trigger), so after the
       swap the newest groups kept are what a foreground compaction would keep.
     * *Swap-in*: groups that arrived since stay raw, as many as the strategy keeps;
@@ -227,7 +227,7 @@ class BackgroundCompaction:
       model-free (`close_gap`), so the view ends where a compaction at the trigger
       would leave it, and the trigger does not fire again sooner and pay for another
       summary. A model-free strategy is run again to its target instead. A target
-      that `keep_last` or `min_preserved` makes unreachable is explained on the event
+      that `keep_last_groups` or `min_preserved` makes unreachable is explained on the event
       (`shortfall`).
 
     Args:
@@ -239,7 +239,7 @@ class BackgroundCompaction:
     >>> from kompakt import Compactor, Message, MessageIndex, TokensBelow, TokensExceed
     >>> from kompakt.strategies import ExtractiveDigest
     >>> async def loop() -> list[str]:
-    ...     compactor = Compactor(TokensExceed(600), ExtractiveDigest(keep_last=2),
+    ...     compactor = Compactor(TokensExceed(600), ExtractiveDigest(keep_last_groups=2),
     ...                           TokensBelow(400))
     ...     background = BackgroundCompaction(compactor, prepare_at=400)
     ...     index, reasons = MessageIndex([Message.user("task")]), []
@@ -473,18 +473,18 @@ async def run_compaction(
 
 
 def fewer_kept(strategy: StrategyLike, steps: int) -> StrategyLike:
-    """A copy of `strategy` keeping `steps` fewer of the newest groups (`keep_last`,
+    """A copy of `strategy` keeping `steps` fewer of the newest groups (`keep_last_groups`,
     `min_preserved`, also of the strategies inside it): prepared `steps` groups before
     the trigger, it keeps what it would keep at the trigger.
 
     >>> from kompakt.strategies import Summarize
-    >>> fewer_kept(Summarize(keep_last=4), 3).keep_last
+    >>> fewer_kept(Summarize(keep_last_groups=4), 3).keep_last_groups
     1
     """
     if steps <= 0:
         return strategy
     out = copy.copy(strategy)
-    for option in ("keep_last", "min_preserved"):
+    for option in ("keep_last_groups", "min_preserved"):
         value = getattr(out, option, None)
         if isinstance(value, int) and not isinstance(value, bool):
             setattr(out, option, max(0, value - steps))

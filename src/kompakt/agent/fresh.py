@@ -119,7 +119,11 @@ def _clamp(m: Message, cap: int, view: View) -> Message:
     parts: list[Part] = []
     touched = False
     for p in m.content:
-        cut = clamp_text(p.text, tok, per_part, head, tail) if p.kind == "text" else None
+        cut = (
+            clamp_text(p.text, tokenizer=tok, max_tokens=per_part, head=head, tail=tail)
+            if p.kind == "text"
+            else None
+        )
         parts.append(Part(text=cut) if cut is not None else p)
         touched |= cut is not None
     if not touched:

@@ -8,7 +8,7 @@ leaves it, so the trigger would fire again sooner and pay for another summary:
 `close_gap` stands one extractive digest (no model, no cost) in for them. The next
 rolling summary folds that note in.
 
-When what a strategy must keep (`keep_last`, `min_preserved`) does not fit the target
+When what a strategy must keep (`keep_last_groups`, `min_preserved`) does not fit the target
 at all, `explain_shortfall` says so in one line naming the option.
 
 >>> from kompakt.index import MessageIndex
@@ -20,9 +20,9 @@ at all, `explain_shortfall` says so in one line naming the option.
 >>> step = close_gap(view, keep=2)
 >>> [m.synthetic for m in view.render()], view.total_tokens <= 600, step.groups_replaced
 (['summary', None, None], True, 4)
->>> print(explain_shortfall(view, keep=2, option="keep_last", target=TokensBelow(300)))
-target TokensBelow(limit=300) not reached (418 tokens after compaction): keep_last=2 keeps \
-the newest 2 groups verbatim (320 tokens); lower keep_last
+>>> print(explain_shortfall(view, keep=2, option="keep_last_groups", target=TokensBelow(300)))
+target TokensBelow(limit=300) not reached (418 tokens after compaction): keep_last_groups=2 keeps \
+the newest 2 groups verbatim (320 tokens); lower keep_last_groups
 """
 
 from __future__ import annotations
@@ -112,14 +112,14 @@ def explain_shortfall(
 
 def kept_by(strategy: object) -> tuple[int, str]:
     """How many of the newest groups `strategy` keeps verbatim, and the option that
-    says so (``keep_last`` or ``min_preserved``); the most of any strategy inside it.
+    says so (``keep_last_groups`` or ``min_preserved``); the most of any strategy inside it.
 
     >>> from kompakt.strategies import Budgeted, Summarize, Truncation
-    >>> kept_by(Summarize(keep_last=18)), kept_by(Truncation())
-    ((18, 'keep_last'), (2, 'min_preserved'))
+    >>> kept_by(Summarize(keep_last_groups=18)), kept_by(Truncation())
+    ((18, 'keep_last_groups'), (2, 'min_preserved'))
     """
     best = (0, "min_preserved")
-    for option in ("keep_last", "min_preserved"):
+    for option in ("keep_last_groups", "min_preserved"):
         value = getattr(strategy, option, None)
         if isinstance(value, int) and not isinstance(value, bool) and value > best[0]:
             best = (value, option)

@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -74,6 +75,8 @@ app.command("serve")(serve_command)
 
 
 def _run(args: list[str]) -> int:
+    # a renamed option or strategy name is the user's to fix: say so (Python hides it)
+    warnings.filterwarnings("default", category=DeprecationWarning, module=r"kompakt(\.|$)")
     try:
         code = app(args=args, prog_name="kompakt", standalone_mode=False)
     except NoArgsIsHelpError:

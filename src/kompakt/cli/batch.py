@@ -31,7 +31,12 @@ from kompakt.eval.batch import (
     plan,
     run_batch,
 )
-from kompakt.eval.compactors import DEFAULT_TARGET, compactor_from_config, make_compactor
+from kompakt.eval.compactors import (
+    DEFAULT_TARGET,
+    compactor_from_config,
+    make_compactor,
+    registry_name,
+)
 
 __all__ = ["batch_command"]
 
@@ -121,11 +126,12 @@ def batch_command(
 
             table = read_config(config)
             compactor_from_config(table)  # a bad config fails once, before any file
-        names = tuple(s.strip() for s in strategies.split(",") if s.strip())
+        # registry names (a 0.1 short name warns once, here), so reruns compare equal
+        names = tuple(registry_name(s.strip()) for s in strategies.split(",") if s.strip())
         job = BatchJob(
             mode="eval" if evaluate else "compact",
             budget=budget,
-            strategy=strategy or "budgeted",
+            strategy=registry_name(strategy) if strategy else "budgeted",
             strategies=names,
             target=target,
             tokenizer=tokenizer,

@@ -31,7 +31,7 @@ from kompakt.cli.replay import (
     replay_warnings,
 )
 from kompakt.errors import ConfigError
-from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
+from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor, registry_name
 from kompakt.eval.fallbacks import model_failure_warning
 from kompakt.eval.probes import Needle
 from kompakt.eval.report import eval_report
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_STRATEGIES", "eval_command", "model_asker", "print_eval"]
 
-DEFAULT_STRATEGIES = "truncation,collapse,budgeted,digest"
+DEFAULT_STRATEGIES = "truncation,collapse_tool_results,budgeted,extractive_digest"
 
 
 def model_asker(model: ChatModel, failures: list[str] | None = None) -> Asker:
@@ -155,12 +155,12 @@ def eval_command(
 
     Example: kompakt eval runs/*.traj.json --budget 0.5,0.2,0.1 --report eval.html
 
-    Example: kompakt eval run.json --strategies truncation,collapse,budgeted,digest
+    Example: kompakt eval run.json --strategies truncation,collapse_tool_results,budgeted
     """
     with handled():
         tok = load_tokenizer(tokenizer)
         budgets = parse_budgets(budget)
-        names = [s.strip() for s in strategies.split(",") if s.strip()]
+        names = [registry_name(s.strip()) for s in strategies.split(",") if s.strip()]
         if not names:
             raise ConfigError("--strategies: give at least one strategy name")
         summarizer = load_model(model)

@@ -54,7 +54,7 @@ def inspect_data(index: MessageIndex, *, fmt: str | None, top: int = 10) -> dict
             result_max[name] = max(result_max[name], tokens[i])
     dialects = ["openai", "anthropic"] + ([fmt] if fmt in ("responses", "gemini") else [])
     problems = {
-        dialect: [str(p) for p in find_problems(list(index.messages), dialect)]  # type: ignore[arg-type]
+        dialect: [str(p) for p in find_problems(list(index.messages), format=dialect)]  # type: ignore[arg-type]
         for dialect in dialects
     }
     return {
@@ -172,7 +172,7 @@ def _print(data: dict[str, Any]) -> None:
             )
         c.print(t)
     t = Table(title="Validation", title_justify="left")
-    t.add_column("dialect")
+    t.add_column("format")
     t.add_column("problems", justify="right")
     t.add_column("first problems")
     for dialect, probs in data["problems"].items():

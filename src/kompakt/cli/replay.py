@@ -68,8 +68,9 @@ StrategyOpt = Annotated[
     typer.Option(
         "--strategy",
         "-s",
-        help="budgeted (default), digest, summarize, truncation, "
-        "window, first-last, collapse, remove-tools, clamp, supersede.",
+        help="budgeted (default), extractive_digest, summarize, truncation, sliding_window, "
+        "keep_first_and_last, collapse_tool_results, remove_tool_calls, clamp_oversized, "
+        "supersede_reads.",
     ),
 ]
 ConfigOpt = Annotated[
@@ -282,7 +283,7 @@ def replay_command(
     happens) and what is still visible at the end (paths, commands, errors,
     identifiers).
 
-    Example: kompakt replay run.traj.json --budget 0.2 --strategy digest --report out.html
+    Example: kompakt replay run.traj.json --budget 0.2 --strategy truncation --report out.html
     """
     with handled():
         tok = load_tokenizer(tokenizer)

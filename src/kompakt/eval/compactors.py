@@ -4,23 +4,25 @@ A budget ``B`` becomes a compactor that fires when the context passes ``B`` and
 compacts it down to ``target * B`` (hysteresis: compactions are rare and the prompt
 prefix stays stable between them, so provider prompt caches keep hitting).
 
-Strategy names (``kompakt replay --strategy NAME``):
+Strategy names (``kompakt replay --strategy NAME``) are the library's own (see
+`kompakt.config.strategy_name`; the 0.1 short names such as ``collapse`` still work, with a
+DeprecationWarning):
 
-========================  ==========================================================
-``budgeted`` (default)    the gentle-first chain held to the budget (`Budgeted`)
-``digest``                the extractive digest (no model), held to the budget
-``summarize``             a model summary (``--model``), held to the budget
-``truncation``            drop the oldest groups
-``window``                sliding window: the newest 10 groups
-``first-last``            keep the first user message and the newest groups
-``collapse``              old tool results become one-line notes
-``remove-tools``          drop old tool-call groups
-``clamp``                 keep head and tail of oversized messages
-``supersede``             stale re-reads become one line
-========================  ==========================================================
+=========================  =========================================================
+``budgeted`` (default)     the gentle-first chain held to the budget (`Budgeted`)
+``extractive_digest``      the extractive digest (no model), held to the budget
+``summarize``              a model summary (``--model``), held to the budget
+``truncation``             drop the oldest groups
+``sliding_window``         the newest 10 groups
+``keep_first_and_last``    keep the first user message and the newest groups
+``collapse_tool_results``  old tool results become one-line notes
+``remove_tool_calls``      drop old tool-call groups
+``clamp_oversized``        keep head and tail of oversized messages
+``supersede_reads``        stale re-reads become one line
+=========================  =========================================================
 
 >>> sorted(STRATEGIES)[:3]
-['budgeted', 'clamp', 'collapse']
+['budgeted', 'clamp_oversized', 'collapse_tool_results']
 >>> load_tokenizer("chars:3")
 CharEstimator(chars_per_token=3.0)
 """
@@ -54,6 +56,7 @@ __all__ = [
     "load_tokenizer",
     "make_compactor",
     "make_strategy",
+    "registry_name",
 ]
 
 DEFAULT_STRATEGY = "budgeted"
@@ -62,16 +65,18 @@ DEFAULT_TARGET = 0.75
 
 STRATEGIES: dict[str, str] = {
     "budgeted": "the gentle-first chain held to the budget",
-    "digest": "extractive digest of the older span (no model), held to the budget",
+    "extractive_digest": "extractive digest of the older span (no model), held to the budget",
     "summarize": "model summary of the older span (--model), held to the budget",
     "truncation": "drop the oldest groups",
-    "window": "sliding window: the newest 10 groups",
-    "first-last": "keep the first user message and the newest groups",
-    "collapse": "old tool results become one-line notes",
-    "remove-tools": "drop old tool-call groups",
-    "clamp": "keep head and tail of oversized messages",
-    "supersede": "stale re-reads become one line",
+    "sliding_window": "sliding window: the newest 10 groups",
+    "keep_first_and_last": "keep the first user message and the newest groups",
+    "collapse_tool_results": "old tool results become one-line notes",
+    "remove_tool_calls": "drop old tool-call groups",
+    "clamp_oversized": "keep head and tail of oversized messages",
+    "supersede_reads": "stale re-reads become one line",
 }
+"""The strategies the command line and the evaluation offer (registry names, see
+`kompakt.config.STRATEGY_NAMES`), with what each does."""
 
 
 def load_tokenizer(spec: str | None) -> Tokenizer:
@@ -91,9 +96,9 @@ def load_model(spec: str | None) -> ChatModel | None:
 def _digest(budget: int, summarizer: ChatModel | None) -> Any:
     from kompakt.strategies import Budgeted, ExtractiveDigest
 
-    # keep_last=2 (the engine's min_preserved) leaves the digest room under tight budgets,
-    # so the fallback truncation (which would drop the digest itself) is rarely needed
-    return Budgeted(budget, [ExtractiveDigest(keep_last=2)])
+    # keep_last_groups=2 (the engine's min_preserved) leaves the digest room under tight
+    # budgets, so the fallback truncation (which would drop the digest itself) is rarely needed
+    return Budgeted(budget, strategies=[ExtractiveDigest(keep_last_groups=2)])
 
 
 def _summarize(budget: int, summarizer: ChatModel | None) -> Any:
@@ -101,59 +106,78 @@ def _summarize(budget: int, summarizer: ChatModel | None) -> Any:
 
     if summarizer is None:
         raise ConfigError("--strategy summarize needs --model (for example --model extractive)")
-    return Budgeted(budget, [Summarize(summarizer=summarizer)])
+    return Budgeted(budget, strategies=[Summarize(summarizer=summarizer)])
 
 
-def _simple(name: str) -> Callable[[int, ChatModel | None], Any]:
-    def build(budget: int, summarizer: ChatModel | None) -> Any:
-        import kompakt.strategies as s
+def _budgeted(budget: int, summarizer: ChatModel | None) -> Any:
+    from kompakt.strategies import Budgeted
 
-        if name == "budgeted":
-            return s.Budgeted(budget)
-        if name == "clamp":  # the same share of the budget as the default chain's clamp
-            return s.ClampOversized(max_tokens=max(16, min(4_000, budget // 10)))
-        factories: dict[str, Callable[[], Any]] = {
-            "truncation": s.Truncation,
-            "window": lambda: s.SlidingWindow(keep_last_groups=10),
-            "first-last": s.KeepFirstAndLast,
-            "collapse": s.CollapseToolResults,
-            "remove-tools": s.RemoveToolCalls,
-            "clamp": s.ClampOversized,
-            "supersede": s.SupersedeReads,
-        }
-        return factories[name]()
+    return Budgeted(budget)
 
-    return build
+
+def _clamp(budget: int, summarizer: ChatModel | None) -> Any:
+    from kompakt.strategies import ClampOversized
+
+    # the same share of the budget as the default chain's clamp
+    return ClampOversized(max_message_tokens=max(16, min(4_000, budget // 10)))
+
+
+def _window(budget: int, summarizer: ChatModel | None) -> Any:
+    from kompakt.strategies import SlidingWindow
+
+    return SlidingWindow(keep_last_groups=10)
 
 
 _BUILDERS: dict[str, Callable[[int, ChatModel | None], Any]] = {
-    **{n: _simple(n) for n in STRATEGIES if n not in ("digest", "summarize")},
-    "digest": _digest,
+    "budgeted": _budgeted,
+    "extractive_digest": _digest,
     "summarize": _summarize,
+    "clamp_oversized": _clamp,
+    "sliding_window": _window,
 }
+"""Strategies whose options here depend on the budget (or need one); the others are the
+registry's with their defaults."""
+
+
+def registry_name(name: str) -> str:
+    """`name` as the registry spells it (a 0.1 short name warns once, here); an unknown
+    name comes back as it is, for `make_strategy` to refuse with the list of names.
+
+    >>> registry_name("Truncation"), registry_name("nonsense")
+    ('truncation', 'nonsense')
+    """
+    from kompakt.config import strategy_name
+
+    try:
+        return strategy_name(name, stacklevel=3)
+    except ConfigError:
+        return name
 
 
 def make_strategy(name: str, budget: int, *, summarizer: ChatModel | None = None) -> Any:
-    """The strategy called `name`, held to `budget` tokens where it takes a budget.
+    """The strategy called `name` (a registry name, see `STRATEGIES`), held to `budget`
+    tokens where it takes a budget; every other registry name (``pipeline`` aside) works
+    too, with its default options.
 
-    Besides the short names above, the library's own names work too (the ones a
-    config file's ``[[strategy]]`` tables use, such as ``collapse_tool_results``),
-    with their default options.
+    >>> make_strategy("collapse_tool_results", 1_000)
+    CollapseToolResults(keep_last_groups=2)
     """
-    key = name.strip().lower().replace("_", "-")
+    from kompakt.config import STRATEGY_NAMES, strategy_from_name, strategy_name
+
+    try:
+        key = strategy_name(name, stacklevel=3)
+    except ConfigError:
+        key = None
+    if key is None or key == "pipeline":
+        known = ", ".join(STRATEGIES)
+        others = ", ".join(n for n in STRATEGY_NAMES if n not in STRATEGIES and n != "pipeline")
+        raise ConfigError(
+            f"--strategy: unknown strategy {name!r}; choose one of: {known} (or: {others})"
+        )
     builder = _BUILDERS.get(key)
     if builder is not None:
         return builder(budget, summarizer)
-    from kompakt.config import STRATEGY_NAMES, strategy_from_name
-
-    snake = key.replace("-", "_")
-    if snake in STRATEGY_NAMES and snake not in ("pipeline", "budgeted"):
-        return strategy_from_name(snake)
-    known = ", ".join(STRATEGIES)
-    raise ConfigError(
-        f"--strategy: unknown strategy {name!r}; choose one of: {known} "
-        f"(or a library name: {', '.join(STRATEGY_NAMES)})"
-    )
+    return strategy_from_name(key)
 
 
 def make_compactor(

@@ -25,7 +25,7 @@ def render_document(messages: Sequence[Message], source: Any, to: str | None = N
     doc: Any = list(messages)
     if to is None and isinstance(source, Conversation):
         doc = source.with_messages(messages)  # keeps the envelope and records (`exit`)
-    data = dump(doc, fmt)
+    data = dump(doc, format=fmt)
     if isinstance(data, str):
         text = data if data.endswith("\n") else data + "\n"
     else:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError, FormatError, InputError
 from kompakt.formats.anthropic import (
     from_anthropic,
@@ -262,10 +263,11 @@ def _envelope(obj: Any, keys: tuple[str, ...]) -> dict[str, Any] | None:
     return {k: v for k, v in obj.items() if k not in keys}
 
 
+@renamed_options(positional=("format",))
 def dump(
     messages: Iterable[Message],
-    format: str | None = None,
     *,
+    format: str | None = None,
     provider: bool = False,
     annotate: bool | None = None,
 ) -> Any:
@@ -334,8 +336,9 @@ def dump(
     return items if envelope is None else {**envelope, "messages": items}
 
 
+@renamed_options(positional=("format",))
 def to_dicts(
-    messages: Iterable[Message], format: str = "openai", *, provider: bool = False
+    messages: Iterable[Message], *, format: str = "openai", provider: bool = False
 ) -> list[dict[str, Any]]:
     """The message dicts alone, without any document around them.
 

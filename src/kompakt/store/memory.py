@@ -18,7 +18,7 @@ from typing import Any
 
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, BaseStore
+from kompakt.store.base import BaseStore, CompactionRecord, MessageLike, SessionInfo
 
 __all__ = ["MemoryStore"]
 

@@ -25,7 +25,7 @@ from typing import Any
 from kompakt.errors import ConfigError, MissingDependency, StoreError
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, BaseStore
+from kompakt.store.base import BaseStore, CompactionRecord, MessageLike, SessionInfo
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.messages import Message
 from kompakt.strategies._common import COMPOSITE, check_count, rendered_tokens, run_strategy_sync
@@ -49,7 +50,7 @@ class Budgeted(BaseStrategy):
     answers, the newest included, cut just enough to fit), `ExtractiveDigest` (the
     older span becomes one model-free note that keeps standing instructions, current
     facts, commands, errors and what tools printed; note and recent tail share the
-    budget), `CollapseToolResults(keep_last=2)` (tool groups of the tail become short
+    budget), `CollapseToolResults(keep_last_groups=2)` (tool groups of the tail become short
     notes, when the tail alone is too big), and only then truncation. The digest comes
     before the collapse because it keeps more in the same tokens: on the recorded runs
     of the tests (`kompakt eval`) collapsing first kept half the values the tools
@@ -81,11 +82,12 @@ class Budgeted(BaseStrategy):
     True
     """
 
+    @renamed_options(positional=("strategies",))
     def __init__(
         self,
         token_budget: int,
-        strategies: Iterable[StrategyLike] | None = None,
         *,
+        strategies: Iterable[StrategyLike] | None = None,
         early_stop: bool = True,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         strict: bool = True,
@@ -114,7 +116,7 @@ class Budgeted(BaseStrategy):
                 "chain did not reach the budget",
             ),
             (
-                ClampOversized(max_tokens=max(16, budget // 4), min_preserved=0),
+                ClampOversized(max_message_tokens=max(16, budget // 4), min_preserved=0),
                 "clamping the newest groups",
             ),
             (Truncation(min_preserved=0), "dropping down to the protected core"),
@@ -179,7 +181,7 @@ class Budgeted(BaseStrategy):
         context.note(fallback=f"budget impossible: the protected core needs {view.total_tokens}")
 
     def __repr__(self) -> str:
-        return f"Budgeted({self.token_budget}, {self.strategies!r})"
+        return f"Budgeted({self.token_budget}, strategies={self.strategies!r})"
 
 
 def _record(step: Step, fallback: str | None) -> bool:
@@ -197,13 +199,13 @@ def default_chain(
     clamp_at = max(64, min(4_000, token_budget // 10))
     return [
         SupersedeReads(min_preserved=min_preserved),
-        ClampOversized(max_tokens=clamp_at, min_preserved=min_preserved),
+        ClampOversized(max_message_tokens=clamp_at, min_preserved=min_preserved),
         # before any user message goes: a huge fresh result is cut, not the request
         ClampToBudget(token_budget, floor=clamp_at, newest=min_preserved),
         # the note keeps what tools printed (it reads collapsed and clamped originals);
         # collapsing first would throw most of it away
-        ExtractiveDigest(keep_last=min_preserved),
-        CollapseToolResults(keep_last=2, min_preserved=min_preserved),
+        ExtractiveDigest(keep_last_groups=min_preserved),
+        CollapseToolResults(keep_last_groups=2, min_preserved=min_preserved),
     ]
 
 
@@ -253,7 +255,10 @@ class ClampToBudget(BaseStrategy):
             return False
         # head and tail fill the level (ClampOversized's defaults leave 15% of it unused)
         clamp = ClampOversized(
-            max_tokens=level, head=level * 68 // 100, tail=level * 28 // 100, min_preserved=0
+            max_message_tokens=level,
+            head=level * 68 // 100,
+            tail=level * 28 // 100,
+            min_preserved=0,
         )
         changed = 0
         for g in groups:

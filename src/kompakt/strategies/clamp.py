@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.messages import Message, Part
 from kompakt.strategies._common import Stop, Walk, check_count, optional_trigger
@@ -14,7 +15,8 @@ __all__ = ["ClampOversized", "clamp_text"]
 
 
 class ClampOversized(BaseStrategy):
-    """Cut every text part over `max_tokens` to its head and tail, with ``[… N tokens elided …]``.
+    """Cut every text part over `max_message_tokens` to its head and tail, with a marker
+    ``[… N tokens elided …]`` between.
 
     Use it against the single huge message: a 40k-token test log, a whole file
     dumped by `cat`, a pasted document. The start and the end (where errors and
@@ -24,9 +26,9 @@ class ClampOversized(BaseStrategy):
     clamped; the call stays as it is and a later result still joins it.
 
     Args:
-        max_tokens: a text part over this is clamped (and ends up within it).
-        head: tokens kept from the start (default 60% of `max_tokens`).
-        tail: tokens kept from the end (default 25% of `max_tokens`).
+        max_message_tokens: a text part over this is clamped (and ends up within it).
+        head: tokens kept from the start (default 60% of `max_message_tokens`).
+        tail: tokens kept from the end (default 25% of `max_message_tokens`).
         min_preserved: newest groups left alone.
         trigger: run only when this fires; stop once it no longer does.
 
@@ -36,32 +38,33 @@ class ClampOversized(BaseStrategy):
     >>> idx = MessageIndex([Message.user("run tests"), Message.assistant(log),
     ...                     Message.user("and now?")])
     >>> view = View(idx)
-    >>> ClampOversized(max_tokens=100, min_preserved=1).apply(view, CompactionContext(view))
+    >>> ClampOversized(max_message_tokens=100, min_preserved=1).apply(view, CompactionContext(view))
     True
     >>> text = view.render()[1].text
     >>> text.startswith("line 0"), "tokens elided" in text, text.endswith("line 1999")
     (True, True, True)
     """
 
+    @renamed_options(max_tokens="max_message_tokens")
     def __init__(
         self,
         *,
-        max_tokens: int = 2_000,
+        max_message_tokens: int = 2_000,
         head: int | None = None,
         tail: int | None = None,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
     ) -> None:
-        check_count("max_tokens", max_tokens, minimum=16)
+        check_count("max_message_tokens", max_message_tokens, minimum=16)
         check_count("head", head)
         check_count("tail", tail)
         check_count("min_preserved", min_preserved)
-        self.max_tokens = max_tokens
-        self.head = head if head is not None else max_tokens * 6 // 10
-        self.tail = tail if tail is not None else max_tokens // 4
-        if self.head + self.tail >= max_tokens:
+        self.max_message_tokens = max_message_tokens
+        self.head = head if head is not None else max_message_tokens * 6 // 10
+        self.tail = tail if tail is not None else max_message_tokens // 4
+        if self.head + self.tail >= max_message_tokens:
             raise ConfigError(
-                f"`head` + `tail` must be below `max_tokens` ({max_tokens}), "
+                f"`head` + `tail` must be below `max_message_tokens` ({max_message_tokens}), "
                 f"got {self.head} + {self.tail}"
             )
         self.min_preserved = min_preserved
@@ -72,7 +75,7 @@ class ClampOversized(BaseStrategy):
         count = view.index.tokenizer.count_message
         stop = Stop(self, view, context)
         # groups before the cursor fit, or were clamped, at an earlier compaction
-        key = ("ClampOversized", self.max_tokens, self.head, self.tail)
+        key = ("ClampOversized", self.max_message_tokens, self.head, self.tail)
         walk = Walk(view, key)
         replaced = 0
         cap = view.index.last_user_group
@@ -95,8 +98,8 @@ class ClampOversized(BaseStrategy):
             if group.open_calls:  # more results may come: look again next time
                 cap = g if cap is None else min(cap, g)
             if view.is_original(g) and (
-                group.tokens <= self.max_tokens
-                or all(tokens[p] <= self.max_tokens for p in range(group.start, group.end))
+                group.tokens <= self.max_message_tokens
+                or all(tokens[p] <= self.max_message_tokens for p in range(group.start, group.end))
             ):
                 continue
             current = tuple(view.rendered(g))
@@ -115,17 +118,23 @@ class ClampOversized(BaseStrategy):
         return replaced > 0
 
     def clamp_message(self, m: Message, tokenizer: Tokenizer) -> Message:
-        """`m` with each text part over `max_tokens` cut to head and tail (a clamped copy
+        """`m` with each text part over `max_message_tokens` cut to head and tail (a clamped copy
         covering `m`), or `m` itself when nothing is over (or it is synthetic)."""
         return self._clamp(m, tokenizer)
 
     def _clamp(self, m: Message, tok: Tokenizer) -> Message:
-        if m.synthetic is not None or tok.count_message(m) <= self.max_tokens:
+        if m.synthetic is not None or tok.count_message(m) <= self.max_message_tokens:
             return m
         parts: list[Part] = []
         touched = False
         for p in m.content:
-            cut = clamp_text(p.text, tok, self.max_tokens, self.head, self.tail)
+            cut = clamp_text(
+                p.text,
+                tokenizer=tok,
+                max_tokens=self.max_message_tokens,
+                head=self.head,
+                tail=self.tail,
+            )
             if p.kind == "text" and cut is not None:
                 parts.append(Part(text=cut))
                 touched = True
@@ -138,23 +147,28 @@ class ClampOversized(BaseStrategy):
         return m.evolve(content=tuple(parts), synthetic="clamped", covers=(m.id,), extra=extra)
 
     def __repr__(self) -> str:
-        return f"ClampOversized(max_tokens={self.max_tokens})"
+        return f"ClampOversized(max_message_tokens={self.max_message_tokens})"
 
 
 _KEPT_FIELDS = ("is_error",)
 """Source fields a clamped message keeps (the others describe the original's layout)."""
 
 
-def clamp_text(text: str, tok: Tokenizer, max_tokens: int, head: int, tail: int) -> str | None:
-    """`text` cut to its head and tail within `max_tokens`, or None when it already fits.
+@renamed_options(positional=("tok", "max_tokens", "head", "tail"), tok="tokenizer")
+def clamp_text(
+    text: str, *, tokenizer: Tokenizer, max_tokens: int, head: int, tail: int
+) -> str | None:
+    """`text` cut to its `head` and `tail` within `max_tokens`, or None when it already fits.
 
     >>> from kompakt import CharEstimator
-    >>> out = clamp_text("a" * 400 + "b" * 400, CharEstimator(), 60, 30, 15)
+    >>> out = clamp_text("a" * 400 + "b" * 400, tokenizer=CharEstimator(), max_tokens=60,
+    ...                  head=30, tail=15)
     >>> out[:3], out[-3:], CharEstimator().count_text(out) <= 60
     ('aaa', 'bbb', True)
     """
     if not text:
         return None
+    tok = tokenizer
     n = tok.count_text(text)
     if n <= max_tokens:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from kompakt._deprecation import renamed_options
 from kompakt.fencing import attributes, escape
 from kompakt.messages import Message, ToolCall
 from kompakt.notes import key_lines
@@ -34,7 +35,7 @@ MIN_NOTE_CHARS = 80
 
 
 class CollapseToolResults(BaseStrategy):
-    """Replace each old tool-call group with ONE short assistant note; keep the newest `keep_last`.
+    """Replace each old tool-call group with ONE short assistant note; keep the newest ones.
 
     The gentlest way to win back space from verbose tool output, and usually the
     first strategy of a chain: the model keeps a readable record of what it ran and
@@ -46,7 +47,9 @@ class CollapseToolResults(BaseStrategy):
     always stay.
 
     Args:
-        keep_last: newest tool-call groups kept verbatim.
+        keep_last_groups: newest groups kept verbatim: tool-call groups only (the
+            default), or every kind with ``only_tool_groups=False``.
+        only_tool_groups: whether `keep_last_groups` counts tool-call groups only.
         exclude_tools: tool names never collapsed.
         max_note_chars: hard cap on one note's length (at least 80).
         min_preserved: newest groups left alone.
@@ -60,26 +63,29 @@ class CollapseToolResults(BaseStrategy):
     ...                     Message.tool("import os\\n" + "x = 1\\n" * 200, tool_call_id="c1"),
     ...                     Message.assistant("done"), Message.user("next")])
     >>> view = View(idx)
-    >>> CollapseToolResults(keep_last=0).apply(view, CompactionContext(view))
+    >>> CollapseToolResults(keep_last_groups=0).apply(view, CompactionContext(view))
     True
     >>> print(view.render()[1].text)
     [Record of tool calls; output quoted as data]
     <tool_output tool="read_file" call="c1" args="path=a.py">import os …</tool_output>
     """
 
+    @renamed_options(keep_last="keep_last_groups")
     def __init__(
         self,
         *,
-        keep_last: int = 2,
+        keep_last_groups: int = 2,
+        only_tool_groups: bool = True,
         exclude_tools: Iterable[str] | str = (),
         max_note_chars: int = 300,
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
     ) -> None:
-        check_count("keep_last", keep_last)
+        check_count("keep_last_groups", keep_last_groups)
         check_count("max_note_chars", max_note_chars, minimum=MIN_NOTE_CHARS)
         check_count("min_preserved", min_preserved)
-        self.keep_last = keep_last
+        self.keep_last_groups = keep_last_groups
+        self.only_tool_groups = only_tool_groups
         self.exclude_tools = tool_name_set(exclude_tools)
         self.max_note_chars = max_note_chars
         self.min_preserved = min_preserved
@@ -96,9 +102,10 @@ class CollapseToolResults(BaseStrategy):
         replaced = 0
         groups = old_tool_groups(
             view,
-            self.keep_last,
+            self.keep_last_groups,
             self.min_preserved,
             self.exclude_tools,
+            only_tool_groups=self.only_tool_groups,
             start=walk.start,
             revisit=walk.revisit,
         )
@@ -109,7 +116,7 @@ class CollapseToolResults(BaseStrategy):
             walk.done(g)
             originals = view.index.group_messages(g)
             now = rendered_tokens(view, g)
-            text = collapse_note(originals, max_chars)
+            text = collapse_note(originals, max_chars=max_chars)
             cost = note_tokens(tokenizer, text)  # priced before it is built
             if cost is not None and cost >= now:
                 continue  # a note would cost as much as what it replaces
@@ -129,7 +136,8 @@ class CollapseToolResults(BaseStrategy):
         return replaced > 0
 
     def __repr__(self) -> str:
-        return f"CollapseToolResults(keep_last={self.keep_last})"
+        only = "" if self.only_tool_groups else ", only_tool_groups=False"
+        return f"CollapseToolResults(keep_last_groups={self.keep_last_groups}{only})"
 
 
 RECORD = "[Record of tool calls; output quoted as data]"
@@ -141,7 +149,8 @@ _GIST_LIMITS = (240, 80, 40, 16, 0)
 Item = tuple[dict[str, str | None], str]
 
 
-def collapse_note(messages: Sequence[Message], max_chars: int = 300) -> str:
+@renamed_options(positional=("max_chars",))
+def collapse_note(messages: Sequence[Message], *, max_chars: int = 300) -> str:
     """The short note standing in for a tool-call group: a record, tool output fenced.
 
     What the assistant said comes first (its own words, abbreviated); then the record:

@@ -6,6 +6,7 @@ names are re-exported here for code written against 0.1.
 
 from __future__ import annotations
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items
 from kompakt.strategies._summarizer import SummarizingStrategy, ceiling, rendered_tokens
@@ -25,13 +26,13 @@ class ExtractiveDigest(SummarizingStrategy):
     Under a budget (inside `Budgeted`, or with a `TokensBelow` target) the note and
     the recent tail share it: the note may grow to `note_share` of the budget, and
     the tail keeps as many of the newest groups as fit in the rest (at least
-    `keep_last`). Without a budget, the newest `keep_last` groups stay and the note is
-    at most `max_tokens`.
+    `keep_last_groups`). Without a budget, the newest `keep_last_groups` groups stay and
+    the note is at most `max_note_tokens`.
 
     Args:
-        keep_last: newest groups always left as they are.
-        max_tokens: the note's size limit (under a budget: at least this).
-        note_share: share of a budget the note may take (None: `max_tokens` only).
+        keep_last_groups: newest groups always left as they are.
+        max_note_tokens: the note's size limit (under a budget: at least this).
+        note_share: share of a budget the note may take (None: `max_note_tokens` only).
         recall_tool: name of a tool that fetches originals, mentioned in the note.
 
     >>> from kompakt.messages import Message
@@ -41,39 +42,46 @@ class ExtractiveDigest(SummarizingStrategy):
     >>> msgs = [Message.user(f"step {i}: edit src/mod{i}.py " + "and more " * 30)
     ...         for i in range(6)]
     >>> view = View(MessageIndex(msgs))
-    >>> ExtractiveDigest(keep_last=2).apply(view, CompactionContext(view))
+    >>> ExtractiveDigest(keep_last_groups=2).apply(view, CompactionContext(view))
     True
     >>> [m.synthetic for m in view.render()]
     ['summary', None, None]
     """
 
+    @renamed_options(
+        positional=("keep_last", "max_tokens"),
+        keep_last="keep_last_groups",
+        max_tokens="max_note_tokens",
+    )
     def __init__(
         self,
-        keep_last: int = 4,
-        max_tokens: int = 800,
         *,
+        keep_last_groups: int = 4,
+        max_note_tokens: int = 800,
         note_share: float | None = 0.7,
         recall_tool: str | None = None,
     ) -> None:
         super().__init__(
-            keep_last=keep_last, max_summary_tokens=max_tokens, recall_tool=recall_tool
+            keep_last_groups=keep_last_groups,
+            max_note_tokens=max_note_tokens,
+            recall_tool=recall_tool,
         )
         if note_share is not None and not 0 < note_share < 1:
             raise ConfigError(f"`note_share` must be between 0 and 1, got {note_share!r}")
         self.note_share = note_share
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view, keep_last=self.tail_groups(view, context))
+        span = self.select_span(view, keep_last_groups=self.tail_groups(view, context))
         if not span.messages:
             return False
         return self.finish(view, context, span, None)
 
     def tail_groups(self, view: View, context: CompactionContext) -> int:
-        """How many of the newest groups stay as they are: `keep_last` without a budget;
-        with one, as many as fit in the share the note leaves (at least `keep_last`)."""
+        """How many of the newest groups stay as they are: `keep_last_groups` without a
+        budget; with one, as many as fit in the share the note leaves (at least that)."""
         cap = ceiling(context)
         if cap is None or self.note_share is None:
-            return self.keep_last
+            return self.keep_last_groups
         room = cap * (1 - self.note_share)
         kept = used = 0
         for g in range(view.index.group_count - 1, -1, -1):
@@ -83,7 +91,7 @@ class ExtractiveDigest(SummarizingStrategy):
             if used > room:
                 break
             kept += 1
-        return max(self.keep_last, kept)
+        return max(self.keep_last_groups, kept)
 
     def summarizer_for(self, context: CompactionContext) -> None:
         return None  # the digest never asks a model, whatever the compaction's summarizer

@@ -20,7 +20,8 @@ of one call.
 ...         Message.assistant("I found the bug in src/parser.py and fixed it. " * 8),
 ...         Message.user("thanks, now run the tests")]
 >>> view = View(MessageIndex(msgs))
->>> FactRetrieval(CODING_AGENT_CONCEPTS[:2], keep_last=1).apply(view, CompactionContext(view))
+>>> facts = FactRetrieval(CODING_AGENT_CONCEPTS[:2], keep_last_groups=1)
+>>> facts.apply(view, CompactionContext(view))
 True
 >>> facts = view.render()[0]
 >>> facts.synthetic, facts.memory, sorted(facts.metadata["facts"])
@@ -39,6 +40,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
@@ -187,32 +189,39 @@ class FactRetrieval(SummarizingStrategy):
 
     Args:
         concepts: what to keep (see `CODING_AGENT_CONCEPTS`).
-        model: the model asked (default: the compaction's summarizer, else the
+        summarizer: the model asked (default: the compaction's summarizer, else the
             model-free `ExtractiveModel`).
-        keep_last: newest groups left verbatim.
+        keep_last_groups: newest groups left verbatim.
         max_facts: most facts kept per MULTIPLE concept (the newest win).
-        max_fact_tokens: size limit of the facts message.
+        max_note_tokens: size limit of the facts message.
         max_input_tokens: the most one question may carry; longer spans are chunked.
         max_concurrency: questions in flight at once (every concept of a chunk at least).
-        max_answer_tokens: the answer limit of one question.
+        max_output_tokens: the answer limit of one question.
         timeout: seconds one question may take.
         recall_tool: a tool that fetches originals, mentioned in the message.
 
-    >>> FactRetrieval([Concept("goal", "What is the goal?", FactType.SINGLE)], keep_last=2)
-    FactRetrieval(1 concepts, keep_last=2)
+    >>> FactRetrieval([Concept("goal", "What is the goal?", FactType.SINGLE)], keep_last_groups=2)
+    FactRetrieval(1 concepts, keep_last_groups=2)
     """
 
+    @renamed_options(
+        positional=("model",),
+        model="summarizer",
+        keep_last="keep_last_groups",
+        max_fact_tokens="max_note_tokens",
+        max_answer_tokens="max_output_tokens",
+    )
     def __init__(
         self,
         concepts: Sequence[Concept] = CODING_AGENT_CONCEPTS,
-        model: ChatModel | str | None = None,
         *,
-        keep_last: int = 4,
+        summarizer: ChatModel | str | None = None,
+        keep_last_groups: int = 4,
         max_facts: int = 12,
-        max_fact_tokens: int = 1_200,
+        max_note_tokens: int = 1_200,
         max_input_tokens: int = 8_000,
         max_concurrency: int = 16,
-        max_answer_tokens: int = 512,
+        max_output_tokens: int = 512,
         timeout: float | None = 120.0,
         recall_tool: str | None = None,
         trigger: TriggerLike | None = None,
@@ -225,9 +234,9 @@ class FactRetrieval(SummarizingStrategy):
         if len(set(keywords)) != len(keywords):
             raise ConfigError(f"`concepts` keywords must be unique, got {keywords!r}")
         super().__init__(
-            keep_last=keep_last,
-            summarizer=as_model(model, "model"),
-            max_summary_tokens=max_fact_tokens,
+            keep_last_groups=keep_last_groups,
+            summarizer=as_model(summarizer, "summarizer"),
+            max_note_tokens=max_note_tokens,
             max_input_tokens=max_input_tokens,
             timeout=timeout,
             recall_tool=recall_tool,
@@ -236,7 +245,7 @@ class FactRetrieval(SummarizingStrategy):
         self.concepts = concepts
         self.max_facts = max_facts
         self.max_concurrency = max_concurrency
-        self.max_answer_tokens = max_answer_tokens
+        self.max_output_tokens = max_output_tokens
         self._cache: weakref.WeakKeyDictionary[MessageIndex, _State] = weakref.WeakKeyDictionary()
 
     @property
@@ -244,7 +253,8 @@ class FactRetrieval(SummarizingStrategy):
         return self.summarizer
 
     def __repr__(self) -> str:
-        return f"FactRetrieval({len(self.concepts)} concepts, keep_last={self.keep_last})"
+        n, keep = len(self.concepts), self.keep_last_groups
+        return f"FactRetrieval({n} concepts, keep_last_groups={keep})"
 
     # -- state ---------------------------------------------------------------------------
 
@@ -316,7 +326,7 @@ class FactRetrieval(SummarizingStrategy):
             extra = self._digest_fallback(view, context, new, failed, name)
         old = [g for g, _ in self._facts_groups(view)]
         groups = sorted({*old, *span.all_groups, *self._covered(view, old)})
-        limit = self.max_summary_tokens
+        limit = self.max_note_tokens
         if context.budget is not None:  # the memory note must leave the budget reachable
             rest = view.total_tokens - sum(rendered_tokens(view, g) for g in groups)
             limit = max(16, min(limit, context.budget - rest - 40))
@@ -382,7 +392,7 @@ class FactRetrieval(SummarizingStrategy):
             context,
             request,
             response_format=ANSWER_SCHEMA,
-            max_tokens=self.max_answer_tokens,
+            max_tokens=self.max_output_tokens,
         )
         return response.message.text
 
@@ -441,7 +451,7 @@ class FactRetrieval(SummarizingStrategy):
         from kompakt.notes import digest
 
         note_fallback(context, f"{model}: no facts for {', '.join(failed)}; kept a digest")
-        return digest(new, max_tokens=self.max_summary_tokens // 2, tokenizer=view.index.tokenizer)
+        return digest(new, max_tokens=self.max_note_tokens // 2, tokenizer=view.index.tokenizer)
 
     # -- the message -----------------------------------------------------------------------
 
@@ -450,7 +460,7 @@ class FactRetrieval(SummarizingStrategy):
     ) -> str:
         """One section per concept; the oldest MULTIPLE facts give way to the size limit."""
         tok = view.index.tokenizer
-        limit = self.max_summary_tokens if limit is None else limit
+        limit = self.max_note_tokens if limit is None else limit
         trimmed = {k: list(v) for k, v in facts.items()}
         while True:
             text = _render(self.concepts, trimmed, extra)

@@ -6,7 +6,7 @@ A summary says *that* the agent read ``query.py``; to go on working it needs the
 itself. `Rehydrate` looks through the originals (never lost) for the files the agent's
 tool calls touched (`kompakt.file_calls.touched_file`: file tools and shell commands
 alike), newest first, and copies the newest content of each one the compacted view no
-longer sends, each cut to `max_file_tokens`, all within `max_tokens` and the room the
+longer sends, each cut to `max_file_tokens`, all within `max_message_tokens` and the room the
 budget leaves. The copy is one ``user`` message, ``synthetic="rehydrated"``, and
 ``metadata["rehydrated_from"]`` names the originals it copies (it does not stand in for
 them, so it does not `cover` them). The next compaction replaces it afresh.
@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kompakt._deprecation import renamed_options
 from kompakt.file_calls import FileTouch, touched_file
 from kompakt.messages import Message, ToolCall
 from kompakt.strategies._common import _token_limit, check_count
@@ -96,7 +97,7 @@ class Rehydrate(BaseStrategy):
     Args:
         files: how many files at most, the most recently touched first.
         max_file_tokens: tokens one file may take (longer ones keep head and tail).
-        max_tokens: tokens the whole message may take; it also stays within what the
+        max_message_tokens: tokens the whole message may take; it also stays within what the
             budget leaves (a `Budgeted` budget or the compaction's token target).
         plan: bring back the newest plan/todo call (`PLAN_TOOLS`) or a message with
             ``metadata={"plan": True}``.
@@ -110,12 +111,13 @@ class Rehydrate(BaseStrategy):
     the message it placed at an earlier compaction.
     """
 
+    @renamed_options(max_tokens="max_message_tokens")
     def __init__(
         self,
         files: int = 5,
         *,
         max_file_tokens: int = 5_000,
-        max_tokens: int = 20_000,
+        max_message_tokens: int = 20_000,
         plan: bool = True,
         pinned: bool = True,
         touched: Callable[[ToolCall], FileTouch | None] = touched_file,
@@ -123,30 +125,30 @@ class Rehydrate(BaseStrategy):
     ) -> None:
         check_count("files", files)
         check_count("max_file_tokens", max_file_tokens, minimum=1)
-        check_count("max_tokens", max_tokens, minimum=1)
+        check_count("max_message_tokens", max_message_tokens, minimum=1)
         self.files = files
         self.max_file_tokens = max_file_tokens
-        self.max_tokens = max_tokens
+        self.max_message_tokens = max_message_tokens
         self.plan = plan
         self.pinned = pinned
         self.touched = touched
         self.read = read
 
     def room_for(self, limit: int | None) -> int:
-        """Tokens a compaction to `limit` leaves for the rehydration: `max_tokens`, at
+        """Tokens a compaction to `limit` leaves for the rehydration: `max_message_tokens`, at
         most a quarter of the limit (none without one).
 
-        >>> Rehydrate().room_for(40_000), Rehydrate(max_tokens=2_000).room_for(40_000)
+        >>> Rehydrate().room_for(40_000), Rehydrate(max_message_tokens=2_000).room_for(40_000)
         (10000, 2000)
         """
-        return 0 if limit is None else min(self.max_tokens, limit // 4)
+        return 0 if limit is None else min(self.max_message_tokens, limit // 4)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         removed = self._remove_previous(view)
         anchor = _anchor(view)
         if anchor is None:
             return removed
-        room = self.max_tokens
+        room = self.max_message_tokens
         limit = context.budget if context.budget is not None else _token_limit(context.target)
         if limit is not None:
             room = min(room, limit - view.total_tokens)
@@ -338,7 +340,10 @@ def _compose(
         cap = min(item.cap or room, room - used - tok.count_text(head) - 4)
         if cap < 32:
             continue
-        text = clamp_text(text, tok, cap, int(cap * 0.7), int(cap * 0.25)) or text
+        text = (
+            clamp_text(text, tokenizer=tok, max_tokens=cap, head=cap * 7 // 10, tail=cap // 4)
+            or text
+        )
         block = head + _fenced(text)
         cost = tok.count_text(block)
         if used + cost > room:

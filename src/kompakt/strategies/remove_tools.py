@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from kompakt._deprecation import renamed_options
 from kompakt.strategies._common import (
     check_count,
     has_calls,
@@ -13,6 +14,7 @@ from kompakt.strategies._common import (
 )
 from kompakt.strategies._common import tool_names as _tool_names
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.strategies.window import nth_newest_live_group
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -20,7 +22,7 @@ __all__ = ["RemoveToolCalls"]
 
 
 class RemoveToolCalls(BaseStrategy):
-    """Drop old tool-call groups (a call and all its results), keeping the newest `keep_last`.
+    """Drop old tool-call groups (a call and all its results), keeping the newest ones.
 
     Use it when tool chatter dominates and old results are no longer needed at all
     (the agent re-reads what it needs); user messages and plain assistant answers
@@ -28,7 +30,9 @@ class RemoveToolCalls(BaseStrategy):
     tool). For a trace of what ran, prefer `CollapseToolResults`.
 
     Args:
-        keep_last: newest tool-call groups kept verbatim.
+        keep_last_groups: newest groups kept verbatim: tool-call groups only (the
+            default), or every kind with ``only_tool_groups=False``.
+        only_tool_groups: whether `keep_last_groups` counts tool-call groups only.
         exclude_tools: tool names never removed.
         min_preserved: newest groups left alone.
         trigger: run only when this fires; stop once it no longer does.
@@ -39,30 +43,40 @@ class RemoveToolCalls(BaseStrategy):
     >>> idx = MessageIndex([Message.user("go"), call(1), Message.tool("a", tool_call_id="c1"),
     ...                     call(2), Message.tool("b", tool_call_id="c2"), Message.assistant("ok")])
     >>> view = View(idx)
-    >>> RemoveToolCalls(keep_last=1, min_preserved=0).apply(view, CompactionContext(view))
+    >>> RemoveToolCalls(keep_last_groups=1, min_preserved=0).apply(view, CompactionContext(view))
     True
     >>> [m.role for m in view.render()]
     ['user', 'assistant', 'tool', 'assistant']
     """
 
+    @renamed_options(keep_last="keep_last_groups")
     def __init__(
         self,
         *,
-        keep_last: int = 2,
+        keep_last_groups: int = 2,
+        only_tool_groups: bool = True,
         exclude_tools: Iterable[str] | str = (),
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
     ) -> None:
-        check_count("keep_last", keep_last)
+        check_count("keep_last_groups", keep_last_groups)
         check_count("min_preserved", min_preserved)
-        self.keep_last = keep_last
+        self.keep_last_groups = keep_last_groups
+        self.only_tool_groups = only_tool_groups
         self.exclude_tools = tool_name_set(exclude_tools)
         self.min_preserved = min_preserved
         self.trigger = optional_trigger(trigger)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         changed = False
-        for g in old_tool_groups(view, self.keep_last, self.min_preserved, self.exclude_tools):
+        groups = old_tool_groups(
+            view,
+            self.keep_last_groups,
+            self.min_preserved,
+            self.exclude_tools,
+            only_tool_groups=self.only_tool_groups,
+        )
+        for g in groups:
             if should_stop(self, view, context):
                 break
             view.drop(g)
@@ -71,21 +85,26 @@ class RemoveToolCalls(BaseStrategy):
         return changed
 
     def __repr__(self) -> str:
-        return f"RemoveToolCalls(keep_last={self.keep_last})"
+        only = "" if self.only_tool_groups else ", only_tool_groups=False"
+        return f"RemoveToolCalls(keep_last_groups={self.keep_last_groups}{only})"
 
 
 def old_tool_groups(
     view: View,
-    keep_last: int,
+    keep_last_groups: int,
     min_preserved: int,
     exclude_tools: frozenset[str],
     *,
+    only_tool_groups: bool = True,
     start: int = 0,
     revisit: Iterable[int] = (),
 ) -> Iterator[int]:
-    """Tool-call groups still sent as calls, oldest first (from `start`), except the newest
-    `keep_last`."""
-    boundary = _newest_tool_boundary(view, keep_last)
+    """Tool-call groups still sent as calls, oldest first (from `start`), before the newest
+    `keep_last_groups` (tool-call groups, or groups of every kind without `only_tool_groups`)."""
+    if only_tool_groups:
+        boundary = _newest_tool_boundary(view, keep_last_groups)
+    else:
+        boundary = nth_newest_live_group(view, keep_last_groups)
     walk = view.candidates(
         min_preserved, ["tool_call"], originals_only=False, start=start, revisit=revisit
     )
@@ -101,15 +120,15 @@ def old_tool_groups(
         yield g
 
 
-def _newest_tool_boundary(view: View, keep_last: int) -> int:
-    """Index of the `keep_last`-th newest tool-call group still sent as calls."""
-    if keep_last == 0:
+def _newest_tool_boundary(view: View, keep: int) -> int:
+    """Index of the `keep`-th newest tool-call group still sent as calls."""
+    if keep == 0:
         return view.index.group_count
     seen = 0
     for group in reversed(view.index.groups):
         if group.kind != "tool_call" or not has_calls(view.rendered(group.index)):
             continue
         seen += 1
-        if seen == keep_last:
+        if seen == keep:
             return group.index
     return 0

@@ -19,7 +19,7 @@ evicted now, never the whole history again, and the span it is sent is bounded.
 ...     msgs += [Message.user(f"question {i} " * 20), Message.assistant(f"answer {i} " * 20)]
 >>> view = View(MessageIndex(msgs))
 >>> model = ScriptedModel("## Goal\\n- answer six questions")
->>> Summarize(keep_last=2, summarizer=model).apply(view, CompactionContext(view))
+>>> Summarize(keep_last_groups=2, summarizer=model).apply(view, CompactionContext(view))
 True
 >>> [m.synthetic or m.role for m in view.render()]
 ['system', 'summary', 'user', 'assistant']
@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 from typing import Literal, TypedDict, Unpack
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel
 from kompakt.strategies._summarizer import (
@@ -52,7 +53,7 @@ class SummaryLimits(TypedDict, total=False):
     """The keyword options every summarizing strategy of this module shares (see
     `Summarize` for what each means)."""
 
-    max_summary_tokens: int
+    max_note_tokens: int
     max_input_tokens: int
     timeout: float | None
     recall_tool: str | None
@@ -83,10 +84,10 @@ class _ModelStrategy(SummarizingStrategy):
 
 
 class Summarize(_ModelStrategy):
-    """Keep the newest `keep_last` groups, stand one summary in for the older span.
+    """Keep the newest `keep_last_groups` groups, stand one summary in for the older span.
 
     Args:
-        keep_last: newest groups left verbatim (system, pinned, memory, the last user
+        keep_last_groups: newest groups left verbatim (system, pinned, memory, the last user
             message and a pending tool call always stay too).
         summarizer: what writes summaries: a chat model (a cheap one is fine), a model
             spec, or any `kompakt.Summarizer`; default the compaction's summarizer, else
@@ -100,7 +101,7 @@ class Summarize(_ModelStrategy):
             the new span adds (the model sees the previous one as context);
             ``"replace"`` asks for one merged summary. Either way the model never sees
             the whole history again.
-        max_summary_tokens: the summary's size limit; a longer answer is rejected.
+        max_note_tokens: the summary's size limit; a longer answer is rejected.
         max_input_tokens: the most one request may carry; longer spans are clamped and
             summarized in chunks.
         timeout: seconds one summarizer call may take.
@@ -108,26 +109,31 @@ class Summarize(_ModelStrategy):
         rolling: False re-reads every original each time (Koog's cost; for comparison).
         trigger: the strategy's own trigger (default: whenever it is run).
 
-    >>> s = Summarize(keep_last=6, mode="replace", recall_tool="recall")
-    >>> s.keep_last, s.mode, s.rolling
+    >>> s = Summarize(keep_last_groups=6, mode="replace", recall_tool="recall")
+    >>> s.keep_last_groups, s.mode, s.rolling
     (6, 'replace', True)
     """
 
+    @renamed_options(
+        positional=("keep_last", "summarizer", "prompt", "template", "mode"),
+        keep_last="keep_last_groups",
+        max_summary_tokens="max_note_tokens",
+    )
     def __init__(
         self,
-        keep_last: int = 4,
+        *,
+        keep_last_groups: int = 4,
         summarizer: ChatModel | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
-        *,
         rolling: bool = True,
         **limits: Unpack[SummaryLimits],
     ) -> None:
         if mode not in ("accumulate", "replace"):
             raise ConfigError(f"`mode` must be 'accumulate' or 'replace', got {mode!r}")
         super().__init__(
-            keep_last=keep_last,
+            keep_last_groups=keep_last_groups,
             summarizer=summarizer,
             prompt=prompt,
             template=template,
@@ -146,11 +152,11 @@ class Summarize(_ModelStrategy):
 class WholeHistory(_ModelStrategy):
     """Koog's default: system + first user message + one TL;DR (+ a pending tool call).
 
-    Everything else but the newest `keep_last` groups becomes one TL;DR. Unlike Koog,
+    Everything else but the newest `keep_last_groups` groups becomes one TL;DR. Unlike Koog,
     the TL;DR rolls: the next compaction sends the previous TL;DR plus only what is
     new (``rolling=False`` restores Koog's re-reading of the whole history).
 
-    >>> WholeHistory(keep_last=0).keep_first_user
+    >>> WholeHistory(keep_last_groups=0).keep_first_user
     True
     """
 
@@ -159,11 +165,12 @@ class WholeHistory(_ModelStrategy):
         "current state and what remains to be done."
     )
 
+    @renamed_options(keep_last="keep_last_groups", max_summary_tokens="max_note_tokens")
     def __init__(
         self,
         summarizer: ChatModel | str | None = None,
         *,
-        keep_last: int = DEFAULT_MIN_PRESERVED,
+        keep_last_groups: int = DEFAULT_MIN_PRESERVED,
         keep_first_user: bool = True,
         prompt: str | None = None,
         template: str | None = None,
@@ -171,7 +178,7 @@ class WholeHistory(_ModelStrategy):
         **limits: Unpack[SummaryLimits],
     ) -> None:
         super().__init__(
-            keep_last=keep_last,
+            keep_last_groups=keep_last_groups,
             summarizer=summarizer,
             prompt=prompt,
             template=template,
@@ -182,7 +189,9 @@ class WholeHistory(_ModelStrategy):
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         first = view.index.first_user_group if self.keep_first_user else None
-        groups = [g for g in view.candidates(self.keep_last, originals_only=False) if g != first]
+        groups = [
+            g for g in view.candidates(self.keep_last_groups, originals_only=False) if g != first
+        ]
         span = self.span_of(view, groups)
         if not span.messages:
             return False
@@ -190,13 +199,13 @@ class WholeHistory(_ModelStrategy):
 
 
 class FromLastN(_ModelStrategy):
-    """Koog's FromLastNMessages: a TL;DR of the last `n` messages of the span; the
-    older part is dropped (its originals stay in the history).
+    """Koog's FromLastNMessages: a TL;DR of the last `last_messages` messages of the
+    span; the older part is dropped (its originals stay in the history).
 
     Whole groups only: a tool call is never separated from its results, so the
-    summarized tail may hold a few more than `n` messages.
+    summarized tail may hold a few more than `last_messages` messages.
 
-    >>> FromLastN(5).n
+    >>> FromLastN(5).last_messages
     5
     """
 
@@ -205,24 +214,34 @@ class FromLastN(_ModelStrategy):
         "state and what remains to be done."
     )
 
+    @renamed_options(
+        positional=("summarizer",),
+        n="last_messages",
+        keep_last="keep_last_groups",
+        max_summary_tokens="max_note_tokens",
+    )
     def __init__(
         self,
-        n: int = 10,
-        summarizer: ChatModel | str | None = None,
+        last_messages: int = 10,
         *,
-        keep_last: int = DEFAULT_MIN_PRESERVED,
+        summarizer: ChatModel | str | None = None,
+        keep_last_groups: int = DEFAULT_MIN_PRESERVED,
         prompt: str | None = None,
         template: str | None = None,
         **limits: Unpack[SummaryLimits],
     ) -> None:
-        positive_int("n", n)
+        positive_int("last_messages", last_messages)
         super().__init__(
-            keep_last=keep_last, summarizer=summarizer, prompt=prompt, template=template, **limits
+            keep_last_groups=keep_last_groups,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            **limits,
         )
-        self.n = n
+        self.last_messages = last_messages
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        groups = list(view.candidates(self.keep_last, originals_only=False))
+        groups = list(view.candidates(self.keep_last_groups, originals_only=False))
         whole = self.span_of(view, groups)
         if not whole.groups:
             return False
@@ -230,7 +249,7 @@ class FromLastN(_ModelStrategy):
         count = 0
         for g in reversed(whole.groups):
             size = len(view.rendered(g))
-            if tail and count + size > self.n:
+            if tail and count + size > self.last_messages:
                 break
             tail.insert(0, g)
             count += size
@@ -257,12 +276,17 @@ class Chunked(_ModelStrategy):
     instruction = "Summarize this part of the conversation."
     inline_without_model = False
 
+    @renamed_options(
+        positional=("summarizer",),
+        keep_last="keep_last_groups",
+        max_summary_tokens="max_note_tokens",
+    )
     def __init__(
         self,
         chunk_size: int = 10,
-        summarizer: ChatModel | str | None = None,
         *,
-        keep_last: int = 4,
+        summarizer: ChatModel | str | None = None,
+        keep_last_groups: int = 4,
         max_concurrency: int = 8,
         prompt: str | None = None,
         template: str | None = None,
@@ -270,9 +294,13 @@ class Chunked(_ModelStrategy):
     ) -> None:
         positive_int("chunk_size", chunk_size)
         positive_int("max_concurrency", max_concurrency)
-        limits.setdefault("max_summary_tokens", 400)  # one of several summaries: smaller
+        limits.setdefault("max_note_tokens", 400)  # one of several summaries: smaller
         super().__init__(
-            keep_last=keep_last, summarizer=summarizer, prompt=prompt, template=template, **limits
+            keep_last_groups=keep_last_groups,
+            summarizer=summarizer,
+            prompt=prompt,
+            template=template,
+            **limits,
         )
         self.chunk_size = chunk_size
         self.max_concurrency = max_concurrency
@@ -281,7 +309,7 @@ class Chunked(_ModelStrategy):
         """Runs of adjacent original groups, cut every `chunk_size` groups."""
         out: list[list[int]] = []
         last = -2
-        for g in self.span_of(view, list(view.candidates(self.keep_last))).groups:
+        for g in self.span_of(view, list(view.candidates(self.keep_last_groups))).groups:
             between = range(last + 1, g)
             adjacent = last >= 0 and all(view.is_dropped(i) for i in between)
             if out and adjacent and len(out[-1]) < self.chunk_size:
@@ -298,7 +326,7 @@ class Chunked(_ModelStrategy):
         spans = [self.span_of(view, c) for c in chunks]
         total = sum(s.tokens for s in spans)
         room = self.room(view, context, total)
-        limit = min(self.max_summary_tokens, room // len(spans)) if room > 0 else 0
+        limit = min(self.max_note_tokens, room // len(spans)) if room > 0 else 0
         gate = asyncio.Semaphore(self.max_concurrency)
 
         async def one(span: Span) -> str:

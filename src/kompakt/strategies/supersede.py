@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeAlias
 
+from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.messages import Message, ToolCall
 from kompakt.strategies._common import (
@@ -13,6 +14,7 @@ from kompakt.strategies._common import (
     optional_trigger,
     short_args,
     should_stop,
+    tool_name_set,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.triggers import TriggerLike
@@ -37,7 +39,8 @@ class SupersedeReads(BaseStrategy):
         key: what makes two calls "the same": None (tool name and arguments), the
             name of one argument (``"path"``: any read of the same file), or a
             function of the `ToolCall` returning a hashable key (None: never same).
-        tools: only calls of these tools (default: every tool).
+        include_tools: only calls of these tools (default: every tool).
+        exclude_tools: never calls of these tools.
         min_preserved: newest groups left alone.
         trigger: run only when this fires; stop once it no longer does.
 
@@ -55,11 +58,13 @@ class SupersedeReads(BaseStrategy):
     ['[Superseded: read_file(p', 'version 2 xxxxxxxxxxxxxx']
     """
 
+    @renamed_options(tools="include_tools")
     def __init__(
         self,
         *,
         key: SupersedeKey = None,
-        tools: Iterable[str] | None = None,
+        include_tools: Iterable[str] | str | None = None,
+        exclude_tools: Iterable[str] | str = (),
         min_preserved: int = DEFAULT_MIN_PRESERVED,
         trigger: TriggerLike | None = None,
     ) -> None:
@@ -67,7 +72,8 @@ class SupersedeReads(BaseStrategy):
             raise ConfigError(f"`key` must be None, an argument name or a callable, got {key!r}")
         check_count("min_preserved", min_preserved)
         self.key = key
-        self.tools = frozenset(tools) if tools is not None else None
+        self.include_tools = None if include_tools is None else tool_name_set(include_tools)
+        self.exclude_tools = tool_name_set(exclude_tools)
         self.min_preserved = min_preserved
         self.trigger = optional_trigger(trigger)
         self._keys: dict[tuple[str, str], Hashable | None] = {}
@@ -113,7 +119,7 @@ class SupersedeReads(BaseStrategy):
         return changed
 
     def _walk_key(self) -> Hashable:
-        return ("SupersedeReads", self.key, self.tools)
+        return ("SupersedeReads", self.key, self.include_tools, self.exclude_tools)
 
     def _seen(self, view: View) -> _Seen:
         """What this strategy has read of the view's calls, brought up to date: only the
@@ -152,13 +158,18 @@ class SupersedeReads(BaseStrategy):
                 ordinal += 1
                 if call.id not in answered or call.id in read:
                     continue
-                if self.tools is not None and call.name not in self.tools:
+                if not self._watched(call.name):
                     continue
                 k = self._key(call)
                 if k is not None:
                     read.add(call.id)
                     seen.add((call.name, k), (g, -ordinal, call.id), call)
         return frozenset(read)
+
+    def _watched(self, tool: str) -> bool:
+        if tool in self.exclude_tools:
+            return False
+        return self.include_tools is None or tool in self.include_tools
 
     def _key(self, call: ToolCall) -> Hashable | None:
         if callable(self.key):

@@ -83,7 +83,7 @@ class SlidingWindow(BaseStrategy):
         return changed
 
     def _by_groups(self, view: View, context: CompactionContext, keep: int) -> bool:
-        boundary = _nth_newest_live_group(view, keep)
+        boundary = nth_newest_live_group(view, keep)
         changed = False
         for g in view.candidates(self.min_preserved, originals_only=False):
             if g >= boundary or should_stop(self, view, context):
@@ -99,7 +99,7 @@ class SlidingWindow(BaseStrategy):
         return f"SlidingWindow(keep_last_groups={self.keep_last_groups})"
 
 
-def _nth_newest_live_group(view: View, n: int) -> int:
+def nth_newest_live_group(view: View, n: int) -> int:
     """Index of the `n`-th newest non-system group still sent (0 when there are fewer)."""
     if n == 0:
         return view.index.group_count
