@@ -20,6 +20,7 @@ from kompakt.messages import Message
 from kompakt.models.base import (
     ChatModel,
     ChatResponse,
+    ask,
     describe_error,
     positive_int,
     positive_timeout,
@@ -377,7 +378,7 @@ class SummarizingStrategy(BaseStrategy):
         """
         tok = context.view.index.tokenizer
         request = self.build_request(messages, previous, limit, merge=merge)
-        response = await self.call(model, context, request, max_tokens=limit + 16)
+        response = await self.call(model, context, request, max_output_tokens=limit + 16)
         text = strip_header(response.message.text.strip())
         if not text:
             raise Rejected("empty answer")
@@ -400,7 +401,7 @@ class SummarizingStrategy(BaseStrategy):
         if count:
             context.note(model_calls=1)
         async with asyncio.timeout(self.timeout):
-            response = await model.chat(request, **options)
+            response = await ask(model, request, **options)
         if count:
             context.note(
                 model_input_tokens=response.usage.input_tokens,
