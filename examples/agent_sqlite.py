@@ -89,7 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workdir", default=".", help="where the tools may read and run")
     p.add_argument("--context-window", type=int, default=8192)
     p.add_argument("--max-steps", type=int, default=10)
-    p.add_argument("--max-tokens", type=int, default=512, help="per answer")
+    p.add_argument("--max-output-tokens", type=int, default=512, help="per answer")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
     p.add_argument("--allow-any-command", action="store_true")
     p.add_argument("--json", action="store_true", help="print a JSON summary line")
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         session=args.session,
         system="You are a careful assistant. Use the tools to look before you answer.",
         max_steps=args.max_steps,
-        max_tokens=args.max_tokens,
+        max_output_tokens=args.max_output_tokens,
         context_window=args.context_window,
     )
     result = agent.run_sync(args.task)

@@ -70,7 +70,7 @@ def agent_history() -> list[Message]:
 
 def main() -> None:
     history = agent_history()
-    chain = [SupersedeReads(), DropFailedTestRuns(), CollapseToolResults(keep_last=2)]
+    chain = [SupersedeReads(), DropFailedTestRuns(), CollapseToolResults(keep_last_groups=2)]
     compactor = Compactor(strategy=Budgeted(2_500, chain), tokenizer=CharEstimator())
     view, event = compactor.compact(history)
     print(event.summary())

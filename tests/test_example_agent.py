@@ -42,7 +42,7 @@ def _run_example(base: str, db: Path, task: str, workdir: Path) -> dict[str, obj
             "4096",
             "--max-steps",
             "3",
-            "--max-tokens",
+            "--max-output-tokens",
             "64",
             "--json",
         ],

@@ -53,7 +53,7 @@ from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import BudgetImpossible, ConfigError, InputError, SessionConflict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
-from kompakt.models.base import ChatModel, ChatResponse, run_sync
+from kompakt.models.base import ChatModel, ChatResponse, ask, run_sync
 from kompakt.models.registry import as_model, model_from_env
 from kompakt.store.base import CompactionRecord, HistoryStore
 from kompakt.store.memory import MemoryStore
@@ -289,7 +289,9 @@ class Agent:
         self._last_request = estimate + self._offset
         result.request_tokens.append(self._last_request)
         specs = [t.spec for t in self.tools.values()] or None
-        response = await self.model.chat(request, tools=specs, max_tokens=self.max_output_tokens)
+        response = await ask(
+            self.model, request, tools=specs, max_output_tokens=self.max_output_tokens
+        )
         result.usage.append(response.usage)
         result.steps += 1
         if response.usage.input_tokens > 0:  # calibrate: the provider's count wins

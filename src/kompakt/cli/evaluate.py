@@ -52,18 +52,19 @@ def model_asker(model: ChatModel, failures: list[str] | None = None) -> Asker:
     A failed call counts as a wrong answer; its error is added to `failures`.
     """
     from kompakt.errors import ModelError
+    from kompakt.models.base import ask, run_sync
 
-    def ask(context: Sequence[Message], needle: Needle) -> bool:
+    def asker(context: Sequence[Message], needle: Needle) -> bool:
         question = Message.user("Answer from the conversation above only. " + needle.question)
         try:
-            response = model.chat_sync([*context, question], max_tokens=64)
+            response = run_sync(ask(model, [*context, question], max_output_tokens=64))
         except ModelError as exc:
             if failures is not None:
                 failures.append(str(exc))
             return False
         return needle.value.lower() in response.message.text.lower()
 
-    return ask
+    return asker
 
 
 def _warnings(result: EvalResult, model: ChatModel | None, failures: list[str]) -> list[str]:

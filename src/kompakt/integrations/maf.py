@@ -755,8 +755,8 @@ class MAFChatModel(BaseChatModel):
 
     async def _request(self, request: ChatRequest) -> ChatResponse:
         options: dict[str, Any] = {}
-        if request.max_tokens is not None:
-            options["max_tokens"] = request.max_tokens
+        if request.max_output_tokens is not None:
+            options["max_tokens"] = request.max_output_tokens
         response = await self.client.get_response(to_maf(request.messages), options=options)
         text = str(response.text or "")
         usage = response.usage_details or {}

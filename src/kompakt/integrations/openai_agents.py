@@ -768,7 +768,7 @@ class AgentsChatModel(BaseChatModel):
 
         system = "\n\n".join(m.text for m in request.messages if m.role == "system")
         rest = [m for m in request.messages if m.role != "system"]
-        settings = ModelSettings(max_tokens=request.max_tokens)
+        settings = ModelSettings(max_tokens=request.max_output_tokens)
         response = await self._resolve().get_response(
             system or None,
             to_openai_agents(rest),

@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from kompakt._deprecation import renamed_options
 from kompakt.messages import ToolCall
 from kompakt.models.base import (
     BaseChatModel,
@@ -42,11 +43,13 @@ class AnthropicModel(BaseChatModel):
         base_url: another endpoint (default ``ANTHROPIC_BASE_URL`` or Anthropic's).
         timeout: seconds one attempt may take.
         max_retries: retries of transient failures (connection, timeout, 429, 5xx, 529).
-        default_max_tokens: the answer limit when a call gives none (the API needs one).
+        default_max_output_tokens: the answer limit when a call gives none (the API needs
+            one).
         temperature: sampling temperature.
         http_client: an async HTTP client for the SDK (proxies, tests).
     """
 
+    @renamed_options(default_max_tokens="default_max_output_tokens")
     def __init__(
         self,
         model: str,
@@ -55,7 +58,7 @@ class AnthropicModel(BaseChatModel):
         base_url: str | None = None,
         timeout: float | None = 60.0,
         max_retries: int = 2,
-        default_max_tokens: int = 2048,
+        default_max_output_tokens: int = 2048,
         temperature: float | None = None,
         name: str | None = None,
         http_client: Any = None,
@@ -66,7 +69,7 @@ class AnthropicModel(BaseChatModel):
         self.model = model
         self.api_key = api_key or os.environ.get("ANTHROPIC_API_KEY") or None
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.default_max_tokens = default_max_tokens
+        self.default_max_output_tokens = default_max_output_tokens
         self.temperature = temperature
         self.http_client = http_client
 
@@ -92,7 +95,7 @@ class AnthropicModel(BaseChatModel):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": doc["messages"],
-            "max_tokens": request.max_tokens or self.default_max_tokens,
+            "max_tokens": request.max_output_tokens or self.default_max_output_tokens,
         }
         system = doc.get("system")
         if self.temperature is not None:  # sent raw: newer SDKs dropped the parameter

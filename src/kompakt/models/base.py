@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import math
 import random
 from abc import ABC, abstractmethod
@@ -29,6 +30,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from kompakt._deprecation import deprecated, renamed, renamed_options
 from kompakt.errors import ConfigError, KompaktError, ModelError
 from kompakt.messages import Message, ToolCall
 from kompakt.overflow import parse_overflow
@@ -124,7 +126,14 @@ class ChatRequest:
     tools: Sequence[ToolSpec] | None = None
     response_format: Mapping[str, Any] | None = None
     """A JSON schema the answer's text must match."""
-    max_tokens: int | None = None
+    max_output_tokens: int | None = None
+    """The answer's token limit (None: the provider's default)."""
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The 0.1 name of `max_output_tokens` (deprecated)."""
+        renamed("max_tokens", "max_output_tokens", owner="ChatRequest")
+        return self.max_output_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +196,7 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[ToolSpec] | None = None,
         response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> ChatResponse:
         """Ask the model; returns its assistant message and usage."""
         ...
@@ -198,10 +207,42 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[ToolSpec] | None = None,
         response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> ChatResponse:
         """`chat` for code without an event loop."""
         ...
+
+
+async def ask(model: ChatModel, messages: Sequence[Message], **options: Any) -> ChatResponse:
+    """``model.chat(messages, **options)``; a model whose `chat` still takes the 0.1
+    ``max_tokens`` is given the answer limit under that name, with a DeprecationWarning.
+
+    >>> from kompakt.models.scripted import ScriptedModel
+    >>> model = ScriptedModel("ok")
+    >>> run_sync(ask(model, [Message.user("hi")], max_output_tokens=5)).text
+    'ok'
+    """
+    if "max_output_tokens" in options and _takes_old_limit(model):
+        deprecated(
+            f"{type(model).__name__}.chat: name the answer limit `max_output_tokens` "
+            "(kompakt passes `max_tokens` to it until 0.3)",
+            stacklevel=2,
+        )
+        options["max_tokens"] = options.pop("max_output_tokens")
+    return await model.chat(messages, **options)
+
+
+def _takes_old_limit(model: ChatModel) -> bool:
+    """The model's `chat` names the answer limit ``max_tokens`` (a 0.1 `ChatModel`)."""
+    if isinstance(model, BaseChatModel):
+        return False
+    try:
+        params = inspect.signature(model.chat).parameters
+    except (TypeError, ValueError):
+        return False
+    if "max_output_tokens" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return False
+    return "max_tokens" in params
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -288,16 +329,17 @@ class BaseChatModel(ABC):
         """Adapters may widen or narrow what is retried."""
         return is_transient(exc)
 
+    @renamed_options(max_tokens="max_output_tokens")
     async def chat(
         self,
         messages: Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
         response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> ChatResponse:
         """Ask the model, retrying transient failures; raises `ModelError` at the end."""
-        request = ChatRequest(messages, tools, response_format, max_tokens)
+        request = ChatRequest(messages, tools, response_format, max_output_tokens)
         attempt = 0
         while True:
             try:
@@ -318,20 +360,26 @@ class BaseChatModel(ABC):
         base = min(self.max_backoff, math.ldexp(self.backoff, attempt))
         return base * (0.5 + random.random() / 2)  # jitter: spread retries of parallel calls
 
+    @renamed_options(max_tokens="max_output_tokens")
     def chat_sync(
         self,
         messages: Sequence[Message],
         *,
         tools: Sequence[ToolSpec] | None = None,
         response_format: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> ChatResponse:
         """`chat` for code without an event loop.
 
         Inside a running loop it runs on a fresh loop in a worker thread.
         """
         return run_sync(
-            self.chat(messages, tools=tools, response_format=response_format, max_tokens=max_tokens)
+            self.chat(
+                messages,
+                tools=tools,
+                response_format=response_format,
+                max_output_tokens=max_output_tokens,
+            )
         )
 
     def __repr__(self) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from kompakt._deprecation import renamed_options
 from kompakt.messages import Message
 from kompakt.models.base import (
     BaseChatModel,
@@ -40,26 +41,27 @@ class ExtractiveModel(BaseChatModel):
     """A model-free `ChatModel`: answers with the extractive digest.
 
     Args:
-        max_tokens: size of a summary when the request does not say.
+        max_output_tokens: size of a summary when the request does not say.
         max_facts: most facts returned for one question.
     """
 
+    @renamed_options(max_tokens="max_output_tokens")
     def __init__(
         self,
         *,
-        max_tokens: int = 800,
+        max_output_tokens: int = 800,
         max_facts: int = 6,
         name: str = "extractive",
         tokenizer: Tokenizer | None = None,
     ) -> None:
         super().__init__(name=name, timeout=None, max_retries=0)
-        self.max_tokens = max_tokens
+        self.max_output_tokens = max_output_tokens
         self.max_facts = max_facts
         self.tokenizer: Tokenizer = tokenizer or CharEstimator()
 
     async def _request(self, request: ChatRequest) -> ChatResponse:
         messages, response_format = request.messages, request.response_format
-        limit = request.max_tokens or self.max_tokens
+        limit = request.max_output_tokens or self.max_output_tokens
         span = [m for m in messages if m.role not in ("system", "developer")]  # what was sent
         if response_format is not None:
             facts = answer(

@@ -122,7 +122,7 @@ class LocalModel(BaseChatModel):
         kwargs: dict[str, Any] = {
             "messages": [_plain(m) for m in request.messages],
             "temperature": self.temperature,
-            "max_tokens": request.max_tokens,
+            "max_tokens": request.max_output_tokens,
             "seed": self.seed,
         }
         if request.response_format is not None:  # llama.cpp turns the schema into a grammar

@@ -106,8 +106,8 @@ class OpenAIModel(BaseChatModel):
         }
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        if request.max_tokens is not None:
-            kwargs[self.max_tokens_param] = request.max_tokens
+        if request.max_output_tokens is not None:
+            kwargs[self.max_tokens_param] = request.max_output_tokens
         if request.tools:
             kwargs["tools"] = [t.as_function() for t in request.tools]
         if self.extra_body:

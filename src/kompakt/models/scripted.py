@@ -29,6 +29,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
+from kompakt._deprecation import renamed
 from kompakt.errors import ModelError
 from kompakt.messages import Message
 from kompakt.models.base import (
@@ -58,14 +59,20 @@ class ScriptedRequest(list[Message]):
         *,
         tools: Sequence[ToolSpec] | None,
         response_format: Mapping[str, Any] | None,
-        max_tokens: int | None,
+        max_output_tokens: int | None,
         input_tokens: int,
     ) -> None:
         super().__init__(messages)
         self.tools = list(tools) if tools else []
         self.response_format = response_format
-        self.max_tokens = max_tokens
+        self.max_output_tokens = max_output_tokens
         self.input_tokens = input_tokens
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The 0.1 name of `max_output_tokens` (deprecated)."""
+        renamed("max_tokens", "max_output_tokens", owner="ScriptedRequest")
+        return self.max_output_tokens
 
 
 class ScriptedModel(BaseChatModel):
@@ -83,7 +90,7 @@ class ScriptedModel(BaseChatModel):
 
     Attributes:
         requests: every request received, in order: a list of messages with
-            ``.tools``, ``.response_format``, ``.max_tokens`` and ``.input_tokens``.
+            ``.tools``, ``.response_format``, ``.max_output_tokens`` and ``.input_tokens``.
         max_concurrent: the most calls that were in flight at once.
     """
 
@@ -132,7 +139,7 @@ class ScriptedModel(BaseChatModel):
                 messages,
                 tools=tools,
                 response_format=request.response_format,
-                max_tokens=request.max_tokens,
+                max_output_tokens=request.max_output_tokens,
                 input_tokens=input_tokens,
             )
         )

@@ -392,7 +392,7 @@ class FactRetrieval(SummarizingStrategy):
             context,
             request,
             response_format=ANSWER_SCHEMA,
-            max_tokens=self.max_output_tokens,
+            max_output_tokens=self.max_output_tokens,
         )
         return response.message.text
 
