@@ -94,13 +94,13 @@ class Outcome:
     """The most tokens a compaction left (estimated, before calibration)."""
 
 
-def run(mode: str, scale: float, keep_last: int) -> Outcome:
+def run(mode: str, scale: float, keep_last_groups: int) -> Outcome:
     model = ScriptedModel(script(), delay=MODEL_SECONDS * scale)
     summarizer = ScriptedModel(summary, delay=SUMMARY_SECONDS * scale, name="summarizer")
     strategy = (
-        ExtractiveDigest(keep_last=keep_last)
+        ExtractiveDigest(keep_last_groups=keep_last_groups)
         if mode == "digest"
-        else Summarize(keep_last=keep_last, summarizer=summarizer)
+        else Summarize(keep_last_groups=keep_last_groups, summarizer=summarizer)
     )
     compactor: Compactor | None = Compactor(TokensExceed(TRIGGER), strategy, TokensBelow(TARGET))
     if mode == "none":
@@ -126,8 +126,8 @@ def run(mode: str, scale: float, keep_last: int) -> Outcome:
     )
 
 
-def best(mode: str, scale: float, repeat: int, keep_last: int) -> Outcome:
-    runs = [run(mode, scale, keep_last) for _ in range(repeat)]
+def best(mode: str, scale: float, repeat: int, keep_last_groups: int) -> Outcome:
+    runs = [run(mode, scale, keep_last_groups) for _ in range(repeat)]
     return min(runs, key=lambda o: o.overhead)
 
 
@@ -155,7 +155,7 @@ def main() -> None:
         ("foreground", "summarizer, foreground"),
         ("background", "summarizer, background"),
     ):
-        o = results[mode] = best(mode, args.scale, args.repeat, args.keep_last)
+        o = results[mode] = best(mode, args.scale, args.repeat, args.keep_last_groups)
         reached = "missed" if o.shortfall else "reached"
         print(
             f"{label:<24}{o.overhead / call:>9.1%}{o.compactions:>13}{o.summarizer_calls:>12}"

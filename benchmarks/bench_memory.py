@@ -205,13 +205,13 @@ Method = Callable[[list[Message], int], list[Message]]
 
 
 def kompakt_default(messages: list[Message], budget: int) -> list[Message]:
-    out: list[Message] = kompakt.apply_compaction(messages, kompakt.Budgeted(budget))
+    out: list[Message] = kompakt.apply_compaction(messages, strategy=kompakt.Budgeted(budget))
     return out
 
 
 def truncation(messages: list[Message], budget: int) -> list[Message]:
-    strategy = kompakt.Budgeted(budget, [kompakt.Truncation()])
-    out: list[Message] = kompakt.apply_compaction(messages, strategy)
+    strategy = kompakt.Budgeted(budget, strategies=[kompakt.Truncation()])
+    out: list[Message] = kompakt.apply_compaction(messages, strategy=strategy)
     return out
 
 

@@ -71,7 +71,7 @@ async def facts(max_concurrency: int) -> tuple[float, int]:
     view = View(index)
     model = ScriptedModel('{"facts": ["module_3.py passes"]}', delay=0.05)
     strategy = FactRetrieval(
-        CODING_AGENT_CONCEPTS, model, keep_last=2, max_concurrency=max_concurrency
+        CODING_AGENT_CONCEPTS, model, keep_last_groups=2, max_concurrency=max_concurrency
     )
     t0 = time.perf_counter()
     await run_strategy(strategy, view, CompactionContext(view))
@@ -80,8 +80,8 @@ async def facts(max_concurrency: int) -> tuple[float, int]:
 
 async def main() -> None:
     print(f"== {TURNS}-turn session, compacted whenever it passes {BUDGET:,} tokens, keep {KEEP}")
-    rolling = Summarize(keep_last=KEEP, mode="replace")
-    koog = WholeHistory(keep_last=KEEP, rolling=False, max_input_tokens=10_000_000)
+    rolling = Summarize(keep_last_groups=KEEP, mode="replace")
+    koog = WholeHistory(keep_last_groups=KEEP, rolling=False, max_input_tokens=10_000_000)
     results = {}
     for label, strategy in (("rolling Summarize", rolling), ("whole-history (Koog)", koog)):
         model = ScriptedModel(SUMMARY, delay=CALL_SECONDS)

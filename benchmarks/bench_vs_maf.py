@@ -19,7 +19,7 @@ Pairings: (a) MAF `apply_compaction` with a quiet `TruncationStrategy` (what its
 `CompactionProvider` runs before each model call), harness `exceeds(...)` (the check
 its capabilities run before each request); (b) MAF `TruncationStrategy(max_n=budget,
 compact_to=budget)`, harness `SlidingWindowCompaction(keep_tokens=budget)`, kompakt
-`Budgeted(budget, [])` (its truncation fallback); (c) MAF
+`Budgeted(budget, strategies=[])` (its truncation fallback); (c) MAF
 `ToolResultCompactionStrategy`, harness `ClearToolResults`, kompakt
 `CollapseToolResults`, each keeping the newest 2 tool groups. The harness's
 `compact()` is called directly, so its own trigger check is not in (b) and (c).
@@ -176,7 +176,7 @@ def kompakt_cold(n: int, repeat: int, make: Callable[[], Any]) -> tuple[list[flo
     for _ in range(repeat):
         tok = CharEstimator()  # a fresh cache: every message is counted
         t0 = time.perf_counter()
-        out = apply_compaction(msgs, make(), tokenizer=tok)
+        out = apply_compaction(msgs, strategy=make(), tokenizer=tok)
         times.append(time.perf_counter() - t0)
         tokens = sum(tok.count_message(m) for m in out)
     return times, tokens
@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
              history.total_tokens, args.turns),
         ]  # fmt: skip
         del history
-        t, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, []))
+        t, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, strategies=[]))
         rows.append((f"(b) cold truncation to {BUDGET // 1000}k", "truncate", statistics.median(t),
                      tokens, args.repeat))  # fmt: skip
         t, tokens = kompakt_cold(n, args.repeat, _collapse)
@@ -425,7 +425,7 @@ def replay(n: int) -> None:
 
 
 def _collapse() -> CollapseToolResults:
-    return CollapseToolResults(keep_last=KEEP_TOOL_GROUPS, min_preserved=0)
+    return CollapseToolResults(keep_last_groups=KEEP_TOOL_GROUPS, min_preserved=0)
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ def check_view(view: View, valid_in: dict[str, bool], budget: int | None = None)
     # 1. valid for each provider the input was valid for
     for dialect, was_valid in valid_in.items():
         if was_valid:
-            problems = find_problems(out, dialect)  # type: ignore[arg-type]
+            problems = find_problems(out, format=dialect)  # type: ignore[arg-type]
             assert problems == [], (dialect, problems[:3])
     # 2. totals are what the rendering costs
     count = index.tokenizer.count_message
@@ -173,4 +173,4 @@ def check_view(view: View, valid_in: dict[str, bool], budget: int | None = None)
 
 def validity(messages: Sequence[Message]) -> dict[str, bool]:
     """Which dialects the input is valid for."""
-    return {d: not find_problems(messages, d) for d in ("openai", "anthropic")}  # type: ignore[arg-type]
+    return {d: not find_problems(messages, format=d) for d in ("openai", "anthropic")}  # type: ignore[arg-type]

@@ -60,7 +60,7 @@ class FakeUpstream:
             dialect, body
         )
         msgs = kompakt.loads(doc, format=dialect)
-        problems = [str(p) for p in kompakt.find_problems(list(msgs), dialect)]  # type: ignore[arg-type]
+        problems = [str(p) for p in kompakt.find_problems(list(msgs), format=dialect)]  # type: ignore[arg-type]
         seen = Seen(
             request.url.path,
             dict(request.headers),

@@ -1,7 +1,7 @@
 """Hypothesis strategies for random *valid* conversations (reused across the test suite).
 
 `conversations()` draws a `list[Message]` that every provider would accept
-(`kompakt.validation.find_problems(msgs, "openai") == []` and the same for
+(`kompakt.validation.find_problems(msgs, format="openai") == []` and the same for
 "anthropic"):
 
 * 0..`max_systems` system (or developer) messages first;

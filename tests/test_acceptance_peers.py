@@ -28,20 +28,20 @@ SMALL = [p for p in TRANSCRIPTS if p.stat().st_size < 400_000][:8]
 CHEAP: dict[str, Callable[[], Any]] = {
     "Truncation": lambda: kompakt.Truncation(trigger=kompakt.Always()),
     "SlidingWindow": lambda: kompakt.SlidingWindow(keep_last_groups=3),
-    "KeepFirstAndLast": lambda: kompakt.KeepFirstAndLast(keep_last=3),
-    "CollapseToolResults": lambda: kompakt.CollapseToolResults(keep_last=2),
-    "RemoveToolCalls": lambda: kompakt.RemoveToolCalls(keep_last=2),
-    "ClampOversized": lambda: kompakt.ClampOversized(max_tokens=200),
+    "KeepFirstAndLast": lambda: kompakt.KeepFirstAndLast(keep_last_groups=3),
+    "CollapseToolResults": lambda: kompakt.CollapseToolResults(keep_last_groups=2),
+    "RemoveToolCalls": lambda: kompakt.RemoveToolCalls(keep_last_groups=2),
+    "ClampOversized": lambda: kompakt.ClampOversized(max_message_tokens=200),
     "SupersedeReads": lambda: kompakt.SupersedeReads(),
     "Budgeted": lambda: kompakt.Budgeted(3_000, strict=False),
 }
 SUMMARIES: dict[str, Callable[[kompakt.ChatModel], Any]] = {
-    "Summarize": lambda m: kompakt.Summarize(keep_last=2, summarizer=m),
+    "Summarize": lambda m: kompakt.Summarize(keep_last_groups=2, summarizer=m),
     "WholeHistory": lambda m: kompakt.WholeHistory(m),
     "FromLastN": lambda m: kompakt.FromLastN(6, m),
     "Chunked": lambda m: kompakt.Chunked(4, m),
-    "FactRetrieval": lambda m: kompakt.FactRetrieval(model=m, keep_last=2),
-    "ExtractiveDigest": lambda m: kompakt.ExtractiveDigest(keep_last=2),
+    "FactRetrieval": lambda m: kompakt.FactRetrieval(summarizer=m, keep_last_groups=2),
+    "ExtractiveDigest": lambda m: kompakt.ExtractiveDigest(keep_last_groups=2),
 }
 
 
@@ -73,12 +73,12 @@ def _long_turn(steps: int = 40, parallel: int = 1, result_chars: int = 3_000) ->
 
 
 def _assert_valid(out: Sequence[Message]) -> None:
-    kompakt.validate(list(out), dialect="openai")
-    kompakt.validate(list(out), dialect="anthropic")
+    kompakt.validate(list(out), format="openai")
+    kompakt.validate(list(out), format="anthropic")
 
 
 def _rendered(msgs: list[Message], strategy: Any) -> list[Message]:
-    out: list[Message] = kompakt.apply_compaction(msgs, strategy)
+    out: list[Message] = kompakt.apply_compaction(msgs, strategy=strategy)
     return list(out)
 
 
@@ -102,7 +102,9 @@ def test_no_orphan_tool_results_on_real_transcripts(path: Path, name: str) -> No
 def test_the_current_user_turn_is_never_summarized_away(name: str) -> None:
     msgs = _long_turn(steps=30)
     task = msgs[3]
-    out = _rendered(msgs, kompakt.Budgeted(6_000, [SUMMARIES[name](ScriptedModel("## Goal\n- x"))]))
+    out = _rendered(
+        msgs, kompakt.Budgeted(6_000, strategies=[SUMMARIES[name](ScriptedModel("## Goal\n- x"))])
+    )
     assert task in out, "the user's current request must stay verbatim"
     assert any(m.synthetic in ("summary", "facts") for m in out)
     assert _tokens(out) <= 6_000
@@ -113,7 +115,7 @@ def test_the_current_user_turn_is_never_summarized_away(name: str) -> None:
 def test_the_current_request_survives_every_cheap_strategy(name: str) -> None:
     """MAF users: "the user's original request truncated away" (in agent runs it is the task)."""
     msgs = _long_turn(steps=60)
-    out = _rendered(msgs, kompakt.Budgeted(5_000, [CHEAP[name]()]))
+    out = _rendered(msgs, kompakt.Budgeted(5_000, strategies=[CHEAP[name]()]))
     assert msgs[3] in out and msgs[0] in out
     assert _tokens(out) <= 5_000
 
@@ -143,7 +145,7 @@ def test_the_task_survives_on_real_runs(path: Path, fraction: float) -> None:
 def test_parallel_batches_are_kept_or_removed_whole(name: str) -> None:
     msgs = _long_turn(steps=20, parallel=3, result_chars=1_500)
     make = CHEAP.get(name) or (lambda: SUMMARIES[name](kompakt.model_from_string("extractive")))
-    out = _rendered(msgs, kompakt.Budgeted(6_000, [make()]))
+    out = _rendered(msgs, kompakt.Budgeted(6_000, strategies=[make()]))
     _assert_valid(out)
     kept = {m.id for m in out}
     for m in msgs:
@@ -169,7 +171,9 @@ FAULTS: dict[str, Any] = {
 @pytest.mark.parametrize("name", ["Summarize", "WholeHistory", "FromLastN", "Chunked"])
 def test_a_failing_summarizer_never_becomes_the_summary(name: str, fault: str) -> None:
     model = ScriptedModel(FAULTS[fault])
-    compactor = kompakt.Compactor(strategy=kompakt.Budgeted(6_000, [SUMMARIES[name](model)]))
+    compactor = kompakt.Compactor(
+        strategy=kompakt.Budgeted(6_000, strategies=[SUMMARIES[name](model)])
+    )
     view, event = compactor.compact(kompakt.MessageIndex(_long_turn(steps=30)))
     out = view.render()
     text = "\n".join(m.text for m in out if m.synthetic)
@@ -186,9 +190,9 @@ def test_a_failing_summarizer_never_becomes_the_summary(name: str, fault: str) -
 def test_the_fallback_is_recorded_in_the_event(wrapped: bool) -> None:
     """Issue 4: a summarizer failure "records why in the CompactionEvent", also in a Budgeted."""
     model = ScriptedModel(kompakt.ModelError("429 Too Many Requests: rate limit exceeded"))
-    strategy: Any = kompakt.Summarize(keep_last=2, summarizer=model)
+    strategy: Any = kompakt.Summarize(keep_last_groups=2, summarizer=model)
     if wrapped:
-        strategy = kompakt.Budgeted(6_000, [strategy])
+        strategy = kompakt.Budgeted(6_000, strategies=[strategy])
     compactor = kompakt.Compactor(trigger=kompakt.TokensExceed(6_000), strategy=strategy)
     _, event = compactor.compact(kompakt.MessageIndex(_long_turn(steps=30)))
     assert event.fallbacks and "429" in event.fallbacks[0], event.fallbacks
@@ -197,7 +201,9 @@ def test_the_fallback_is_recorded_in_the_event(wrapped: bool) -> None:
 
 def test_a_failing_fact_model_never_becomes_the_facts() -> None:
     model = ScriptedModel(kompakt.ModelError("429 Too Many Requests: rate limit exceeded"))
-    strategy = kompakt.Budgeted(6_000, [kompakt.FactRetrieval(model=model, keep_last=2)])
+    strategy = kompakt.Budgeted(
+        6_000, strategies=[kompakt.FactRetrieval(summarizer=model, keep_last_groups=2)]
+    )
     view, _ = kompakt.Compactor(strategy=strategy).compact(
         kompakt.MessageIndex(_long_turn(steps=30))
     )
@@ -214,7 +220,7 @@ def test_collapsed_notes_are_short_on_real_runs(path: Path) -> None:
     msgs = list(kompakt.load(path))
     index = kompakt.MessageIndex(msgs)
     view = kompakt.View(index)
-    strategy = kompakt.CollapseToolResults(keep_last=2, trigger=kompakt.Always())
+    strategy = kompakt.CollapseToolResults(keep_last_groups=2, trigger=kompakt.Always())
     ctx = kompakt.CompactionContext(view)
     assert strategy.apply(view, ctx)
     notes = [m for m in view.render() if m.synthetic == "collapsed"]
@@ -322,14 +328,16 @@ def test_summarizer_input_is_bounded(name: str) -> None:
     limit = 4_000
     strategies = {
         "Summarize": lambda: kompakt.Summarize(
-            keep_last=2, summarizer=model, max_input_tokens=limit
+            keep_last_groups=2, summarizer=model, max_input_tokens=limit
         ),
         "WholeHistory": lambda: kompakt.WholeHistory(model, max_input_tokens=limit),
         "FromLastN": lambda: kompakt.FromLastN(120, model, max_input_tokens=limit),
         "Chunked": lambda: kompakt.Chunked(40, model, max_input_tokens=limit),
-        "Facts": lambda: kompakt.FactRetrieval(model=model, keep_last=2, max_input_tokens=limit),
+        "Facts": lambda: kompakt.FactRetrieval(
+            summarizer=model, keep_last_groups=2, max_input_tokens=limit
+        ),
     }
-    out = _rendered(msgs, kompakt.Budgeted(8_000, [strategies[name]()]))
+    out = _rendered(msgs, kompakt.Budgeted(8_000, strategies=[strategies[name]()]))
     assert model.requests
     biggest = max(r.input_tokens for r in model.requests)
     assert biggest <= limit * 1.25 + 600, f"{name}: a request of {biggest} tokens (limit {limit})"
@@ -344,7 +352,7 @@ def test_rolling_summaries_do_not_resend_the_history() -> None:
     )
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(30_000),
-        strategy=kompakt.Summarize(keep_last=2, summarizer=model),
+        strategy=kompakt.Summarize(keep_last_groups=2, summarizer=model),
         target=kompakt.TokensBelow(10_000),
         tokenizer=flat,
     )

@@ -38,7 +38,8 @@ def test_a_custom_prompt_is_what_the_model_is_asked() -> None:
     model = ScriptedModel("- the parser is fixed")
     prompt = "Write three haiku about this agent's progress. Mention every file path."
     out = kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, [kompakt.Summarize(summarizer=model, prompt=prompt)])
+        _history(),
+        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(summarizer=model, prompt=prompt)]),
     )
     assert model.requests
     texts = _request_texts(model)
@@ -50,7 +51,7 @@ def test_a_custom_prompt_is_what_the_model_is_asked() -> None:
 def test_the_template_reaches_the_model_by_default() -> None:
     model = ScriptedModel("## Goal\n- fix")
     kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, [kompakt.Summarize(summarizer=model)])
+        _history(), kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(summarizer=model)])
     )
     texts = _request_texts(model)
     sections = (
@@ -66,7 +67,7 @@ def test_the_compactors_summarizer_serves_strategies_without_one() -> None:
     small = ScriptedModel("## Goal\n- summarized by the small model")
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(6_000),
-        strategy=kompakt.Budgeted(4_000, [kompakt.Summarize(keep_last=2)]),
+        strategy=kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)]),
         summarizer=small,
     )
     view, event = asyncio.run(compactor.compact_async(kompakt.MessageIndex(_history())))
@@ -77,7 +78,9 @@ def test_the_compactors_summarizer_serves_strategies_without_one() -> None:
 def test_apply_compaction_takes_a_summarizer() -> None:
     small = ScriptedModel("## Goal\n- from apply_compaction's summarizer")
     out = kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, [kompakt.Summarize(keep_last=2)]), summarizer=small
+        _history(),
+        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)]),
+        summarizer=small,
     )
     assert small.requests
     assert any("apply_compaction's summarizer" in m.text for m in out if m.synthetic)
@@ -87,7 +90,7 @@ def test_a_strategys_own_summarizer_wins() -> None:
     own, shared = ScriptedModel("## Goal\n- own"), ScriptedModel("## Goal\n- shared")
     out = kompakt.apply_compaction(
         _history(),
-        kompakt.Budgeted(4_000, [kompakt.Summarize(keep_last=2, summarizer=own)]),
+        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2, summarizer=own)]),
         summarizer=shared,
     )
     assert own.requests and not shared.requests
@@ -96,11 +99,11 @@ def test_a_strategys_own_summarizer_wins() -> None:
 
 def test_no_summarizer_anywhere_uses_the_digest() -> None:
     out = kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, [kompakt.Summarize(keep_last=2)])
+        _history(), kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)])
     )
     summary = next(m for m in out if m.synthetic == "summary")
     assert "src/0.py" in summary.text  # the extractive digest keeps paths verbatim
-    kompakt.validate(out, dialect="anthropic")
+    kompakt.validate(out, format="anthropic")
 
 
 # -- a summary that fits the budget (real transcripts) -------------------------------------------
@@ -112,14 +115,14 @@ LONG_ANSWER = "## Goal\n" + "- a finding about src/app/models.py that goes on an
 
 def _summarizing(kind: str) -> SummarizingStrategy:
     if kind == "digest":
-        return kompakt.ExtractiveDigest(keep_last=2)
-    return kompakt.Summarize(keep_last=2, summarizer=ScriptedModel(LONG_ANSWER))
+        return kompakt.ExtractiveDigest(keep_last_groups=2)
+    return kompakt.Summarize(keep_last_groups=2, summarizer=ScriptedModel(LONG_ANSWER))
 
 
 def _check_fits(out: list[Message], budget: int) -> None:
     assert [m.synthetic for m in out].count("summary") == 1
     assert kompakt.MessageIndex(out).total_tokens <= budget
-    assert not find_problems(out, "openai") and not find_problems(out, "anthropic")
+    assert not find_problems(out, format="openai") and not find_problems(out, format="anthropic")
 
 
 @pytest.mark.parametrize("kind", ["digest", "summarize"])
@@ -128,7 +131,9 @@ def _check_fits(out: list[Message], budget: int) -> None:
 def test_a_tight_budget_keeps_one_summary_that_fits(path: Path, fraction: float, kind: str) -> None:
     msgs = list(load(path))
     budget = int(kompakt.MessageIndex(msgs).total_tokens * fraction)
-    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(budget, [_summarizing(kind)]))
+    out = kompakt.apply_compaction(
+        msgs, strategy=kompakt.Budgeted(budget, strategies=[_summarizing(kind)])
+    )
     _check_fits(out, budget)
     summary = next(m for m in out if m.synthetic == "summary")
     assert "## " in summary.text  # a note with content, not a bare header
@@ -141,7 +146,7 @@ def test_rolling_over_a_growing_run_keeps_one_summary(path: Path, kind: str) -> 
     budget = kompakt.MessageIndex(msgs).total_tokens // 10
     compactor = kompakt.Compactor(
         trigger=kompakt.TokensExceed(budget),
-        strategy=kompakt.Budgeted(budget, [_summarizing(kind)]),
+        strategy=kompakt.Budgeted(budget, strategies=[_summarizing(kind)]),
     )
     half = len(msgs) // 2
     while msgs[half].role == "tool":  # cut between turns, not inside a call's results

@@ -46,7 +46,7 @@ def test_each_threshold_trigger_reads_its_own_metric(index: kompakt.MessageIndex
 
 def test_triggers_read_the_view_not_the_history(index: kompakt.MessageIndex) -> None:
     view = kompakt.View(index)
-    strategy = kompakt.CollapseToolResults(keep_last=2, trigger=kompakt.Always())
+    strategy = kompakt.CollapseToolResults(keep_last_groups=2, trigger=kompakt.Always())
     assert strategy.apply(view, kompakt.CompactionContext(view))
     limit = (view.total_tokens + index.total_tokens) // 2
     assert kompakt.TokensExceed(limit)(index) and not kompakt.TokensExceed(limit)(view)
@@ -57,9 +57,9 @@ def test_triggers_read_the_view_not_the_history(index: kompakt.MessageIndex) -> 
 
 def test_combinators_and_callables(index: kompakt.MessageIndex) -> None:
     yes, no = kompakt.TokensExceed(0), kompakt.TokensExceed(10**9)
-    assert kompakt.All(yes, lambda m: m.message_count > 10)(index)
-    assert not kompakt.All(yes, no)(index)
-    assert kompakt.Any(no, yes)(index) and not kompakt.Any(no, no)(index)
+    assert kompakt.AllOf(yes, lambda m: m.message_count > 10)(index)
+    assert not kompakt.AllOf(yes, no)(index)
+    assert kompakt.AnyOf(no, yes)(index) and not kompakt.AnyOf(no, no)(index)
     assert kompakt.Not(no)(index) and not kompakt.Not(yes)(index)
     assert (yes & ~no)(index) and (no | yes)(index) and not (no & yes)(index)
     compactor = kompakt.Compactor(trigger=lambda m: m.turn_count >= 1, strategy="truncation")
@@ -71,8 +71,8 @@ def test_combinators_and_callables(index: kompakt.MessageIndex) -> None:
 
 
 def test_context_fraction(index: kompakt.MessageIndex) -> None:
-    assert kompakt.ContextFraction(0.5, window=2 * index.total_tokens - 2)(index)
-    assert not kompakt.ContextFraction(0.5, window=2 * index.total_tokens)(index)
+    assert kompakt.ContextFraction(0.5, context_window=2 * index.total_tokens - 2)(index)
+    assert not kompakt.ContextFraction(0.5, context_window=2 * index.total_tokens)(index)
     assert kompakt.ContextFraction(0.8, model="gpt-4o").limit == int(128_000 * 0.8)
     # provider prefixes, dated snapshots and paths resolve to the known model
     for name in ("openai:gpt-4o-mini-2024-07-18", "anthropic:claude-sonnet-4-5", "x/gpt-4.1"):
@@ -81,7 +81,7 @@ def test_context_fraction(index: kompakt.MessageIndex) -> None:
     with pytest.raises(kompakt.ConfigError, match="window="):
         kompakt.ContextFraction(0.5, model="my-private-model")
     with pytest.raises(kompakt.ConfigError, match="fraction"):
-        kompakt.ContextFraction(1.5, window=1000)
+        kompakt.ContextFraction(1.5, context_window=1000)
 
 
 def test_default_target_is_the_trigger_no_longer_firing(index: kompakt.MessageIndex) -> None:

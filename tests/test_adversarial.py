@@ -154,9 +154,13 @@ def test_keep_first_and_last_is_idempotent_after_an_omitted_note() -> None:
         Message.user("q2"),
         Message.user("q3"),
     ]
-    out = apply_compaction(conv, KeepFirstAndLast(keep_last=2), tokenizer=CharEstimator())
+    out = apply_compaction(
+        conv, strategy=KeepFirstAndLast(keep_last_groups=2), tokenizer=CharEstimator()
+    )
     assert [m.text for m in out][1:] == ["remember this", "the task", "q2", "q3"]
-    again = apply_compaction(out, KeepFirstAndLast(keep_last=2), tokenizer=CharEstimator())
+    again = apply_compaction(
+        out, strategy=KeepFirstAndLast(keep_last_groups=2), tokenizer=CharEstimator()
+    )
     assert [m.text for m in again] == [m.text for m in out]
     assert MessageIndex(out).first_user_group == 2
 
@@ -180,7 +184,7 @@ def test_a_clamped_anthropic_error_result_stays_an_error() -> None:
             {"role": "user", "content": "again"},
         ]
     }
-    out = apply_compaction(doc, ClampOversized(max_tokens=50, min_preserved=0))
+    out = apply_compaction(doc, strategy=ClampOversized(max_message_tokens=50, min_preserved=0))
     block = out["messages"][2]["content"][0]
     assert len(block["content"]) < 1000 and block["is_error"] is True
     request = dump(loads(out), provider=True)
@@ -204,7 +208,7 @@ def test_budgeted_without_a_budget_is_a_config_error() -> None:
 def test_a_context_fraction_window_must_be_a_positive_int(window: Any) -> None:
     """Was: accepted; window=0 or -5 fired on every check, "100" a TypeError."""
     with pytest.raises(ConfigError, match="`window` must be an int"):
-        ContextFraction(0.5, window=window)
+        ContextFraction(0.5, context_window=window)
 
 
 def test_sqlite_store_keeps_a_lone_surrogate(tmp_path: Path) -> None:

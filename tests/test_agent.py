@@ -130,7 +130,7 @@ def test_a_removed_oversized_fresh_result_is_restored_clamped_to_fit(how: str) -
     """A strategy drops the fresh 400k-character result: it comes back, clamped to fit."""
     model = cat_then_answer()
     if how == "budgeted":
-        compactor = Compactor(strategy=Budgeted(8_000, [_drop_newest]))
+        compactor = Compactor(strategy=Budgeted(8_000, strategies=[_drop_newest]))
         agent = Agent(model, tools=[cat], compactor=compactor)
     else:
         compactor = Compactor(trigger=TokensExceed(8_000), strategy=_drop_newest)
@@ -441,7 +441,7 @@ def test_summaries_mention_recall_and_recall_returns_verbatim_originals() -> Non
     summarizer = ScriptedModel("## Goal\n- fix the import")
     compactor = Compactor(
         trigger=TokensExceed(900),
-        strategy=Summarize(keep_last=2, summarizer=summarizer),
+        strategy=Summarize(keep_last_groups=2, summarizer=summarizer),
         target=TokensBelow(500),
     )
     model = ScriptedModel(script)
@@ -533,7 +533,7 @@ def test_recall_by_the_ids_a_summary_names() -> None:
 
     compactor = Compactor(
         trigger=TokensExceed(1200),
-        strategy=Summarize(keep_last=2, summarizer=ScriptedModel("## Goal\n- read logs")),
+        strategy=Summarize(keep_last_groups=2, summarizer=ScriptedModel("## Goal\n- read logs")),
         target=TokensBelow(700),
     )
     model = ScriptedModel(script)

@@ -68,7 +68,7 @@ def summarizer() -> ScriptedModel:
 def compactor(model: ScriptedModel) -> Compactor:
     return Compactor(
         trigger=TokensExceed(2000),
-        strategy=Summarize(keep_last=2, summarizer=model),
+        strategy=Summarize(keep_last_groups=2, summarizer=model),
         target=TokensBelow(1200),
     )
 
@@ -218,7 +218,7 @@ def run_agent(
     summ: ScriptedModel,
     *,
     background: bool,
-    keep_last: int = 2,
+    keep_last_groups: int = 2,
     trigger: int = 3000,
     target: int = 2000,
     **options: object,
@@ -229,7 +229,7 @@ def run_agent(
         tools=[read_log],
         compactor=Compactor(
             trigger=TokensExceed(trigger),
-            strategy=Summarize(keep_last=keep_last, summarizer=summ),
+            strategy=Summarize(keep_last_groups=keep_last_groups, summarizer=summ),
             target=TokensBelow(target),
         ),
         max_steps=steps + 1,
@@ -258,7 +258,7 @@ def test_background_makes_no_more_summarizer_calls_than_foreground() -> None:
     for background in (False, True):
         summ = slow_summarizer(delay=0.1)
         _, result = run_agent(
-            40, summ, background=background, keep_last=4, trigger=4000, target=2500
+            40, summ, background=background, keep_last_groups=4, trigger=4000, target=2500
         )
         events = result.compactions  # type: ignore[attr-defined]
         assert len(events) >= 3 and all(e.shortfall is None for e in events)  # targets reached
@@ -288,11 +288,14 @@ def test_groups_that_arrived_since_are_closed_to_the_target_without_a_model() ->
 
 def test_an_unreachable_target_is_explained_once_naming_the_option() -> None:
     summ = slow_summarizer(delay=0.0)
-    _, result = run_agent(16, summ, background=False, keep_last=6)
+    _, result = run_agent(16, summ, background=False, keep_last_groups=6)
     events = result.compactions  # type: ignore[attr-defined]
     assert events and all(e.shortfall for e in events)
-    assert "keep_last=6" in events[0].shortfall and "lower keep_last" in events[0].shortfall
-    assert "keep_last=6" in events[0].summary()
+    assert (
+        "keep_last_groups=6" in events[0].shortfall
+        and "lower keep_last_groups" in events[0].shortfall
+    )
+    assert "keep_last_groups=6" in events[0].summary()
     warnings = [w for w in result.warnings if "not reached" in w]  # type: ignore[attr-defined]
     assert len(warnings) == 1
 
@@ -312,7 +315,7 @@ def test_a_preparation_that_raises_is_compacted_in_the_foreground_and_recorded()
         raise RuntimeError("strategy bug")
 
     async def main() -> tuple[BackgroundCompaction, list[object]]:
-        compactor = Compactor(TokensExceed(300), Summarize(keep_last=1), TokensBelow(200))
+        compactor = Compactor(TokensExceed(300), Summarize(keep_last_groups=1), TokensBelow(200))
         background = BackgroundCompaction(compactor, prepare_at=200)
         index = MessageIndex([Message.user("task")])
         events = []
@@ -337,7 +340,7 @@ def test_a_run_ending_with_a_preparation_pending_cancels_it_unbilled() -> None:
     model = ScriptedModel(loop(2), delay=FAST_MODEL)
     compactor = Compactor(
         trigger=TokensExceed(50_000),
-        strategy=Summarize(keep_last=1, summarizer=summ),
+        strategy=Summarize(keep_last_groups=1, summarizer=summ),
         target=TokensBelow(20_000),
     )
     agent = Agent(model, tools=[read_log], compactor=compactor, prepare_at=200)
@@ -357,7 +360,7 @@ def test_an_awaited_run_keeps_its_preparation_for_the_next_run() -> None:
         model = ScriptedModel(loop(3, "first done") + loop(4, "second done"), delay=FAST_MODEL)
         compactor = Compactor(
             trigger=TokensExceed(2500),
-            strategy=Summarize(keep_last=1, summarizer=summ),
+            strategy=Summarize(keep_last_groups=1, summarizer=summ),
             target=TokensBelow(1500),
         )
         agent = Agent(model, tools=[read_log], compactor=compactor, prepare_at=1000)
@@ -378,7 +381,7 @@ def test_cancel_stops_an_unfinished_preparation() -> None:
     async def main() -> tuple[BackgroundCompaction, ScriptedModel, bool]:
         summ = slow_summarizer(delay=5.0)
         compactor = Compactor(
-            TokensExceed(300), Summarize(keep_last=1, summarizer=summ), TokensBelow(200)
+            TokensExceed(300), Summarize(keep_last_groups=1, summarizer=summ), TokensBelow(200)
         )
         background = BackgroundCompaction(compactor, prepare_at=0)
         view = View(MessageIndex([Message.user("task " + "word " * 80), Message.user("next")]))
@@ -412,7 +415,7 @@ def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
     async def main() -> tuple[list[float], list[object], ScriptedModel]:
         summ = slow_summarizer()
         compactor = Compactor(
-            TokensExceed(3000), Summarize(keep_last=3, summarizer=summ), TokensBelow(2000)
+            TokensExceed(3000), Summarize(keep_last_groups=3, summarizer=summ), TokensBelow(2000)
         )
         background = BackgroundCompaction(compactor)
         index = MessageIndex([Message.user("read the logs")])

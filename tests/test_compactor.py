@@ -146,7 +146,7 @@ def test_check_and_append_are_constant_time() -> None:
 def test_cold_budgeted_compaction_of_3k_messages_is_fast() -> None:
     msgs = list(history(750, size=3_000).messages)  # 3k messages
     t0 = time.perf_counter()
-    out = apply_compaction(msgs, Budgeted(80_000), tokenizer=CharEstimator())
+    out = apply_compaction(msgs, strategy=Budgeted(80_000), tokenizer=CharEstimator())
     assert time.perf_counter() - t0 < 2.0  # typically ~0.1 s, CharEstimator counts included
     assert sum(CharEstimator().count_message(m) for m in out) <= 80_000
 
@@ -162,7 +162,7 @@ tokens = 100000
 tokens = 60000
 [[strategy]]
 name = "collapse_tool_results"
-keep_last = 3
+keep_last_groups = 3
 [[strategy]]
 name = "truncation"
 trigger = { tokens = 90000 }
@@ -177,7 +177,7 @@ def test_from_config_toml_text_file_and_dict(tmp_path: Path) -> None:
         assert c.trigger == TokensExceed(100_000) and c.target == TokensBelow(60_000)
         assert isinstance(c.strategy, Pipeline)
         collapse, trunc = c.strategy.strategies
-        assert isinstance(collapse, CollapseToolResults) and collapse.keep_last == 3
+        assert isinstance(collapse, CollapseToolResults) and collapse.keep_last_groups == 3
         assert trunc.trigger == TokensExceed(90_000) and trunc.min_preserved == 3
 
 
@@ -255,7 +255,7 @@ def openai_dicts() -> list[dict[str, object]]:
 def test_openai_dicts_in_openai_dicts_out() -> None:
     dicts = openai_dicts()
     before = copy.deepcopy(dicts)
-    out = apply_compaction(dicts, Budgeted(1_500), tokenizer=CharEstimator())
+    out = apply_compaction(dicts, strategy=Budgeted(1_500), tokenizer=CharEstimator())
     assert dicts == before  # the input is not mutated
     assert isinstance(out, list) and all(isinstance(d, dict) for d in out)
     assert out[0] == {"role": "system", "content": "sys"} and out[-1] == dicts[-1]
@@ -271,20 +271,22 @@ def test_anthropic_in_anthropic_out() -> None:
             {"role": "user", "content": "last"},
         ],
     }
-    out = apply_compaction(doc, Truncation(min_preserved=1), format="anthropic")
+    out = apply_compaction(doc, strategy=Truncation(min_preserved=1), format="anthropic")
     assert out["system"] == "sys" and out["messages"][-1]["content"] == "last"
 
 
 def test_messages_in_messages_out_and_processor() -> None:
     msgs = [Message.user("a" * 1_000), Message.assistant("b"), Message.user("c")]
-    out = apply_compaction(msgs, "truncation")
+    out = apply_compaction(msgs, strategy="truncation")
     assert all(isinstance(m, Message) for m in out)
     process = as_history_processor(Truncation(min_preserved=1))
     assert [m.text for m in process(msgs)][-1] == "c"
 
 
 def test_async_apply_compaction() -> None:
-    out = asyncio.run(apply_compaction_async(openai_dicts(), Budgeted(1_500, [AsyncDrop()])))
+    out = asyncio.run(
+        apply_compaction_async(openai_dicts(), Budgeted(1_500, strategies=[AsyncDrop()]))
+    )
     assert isinstance(out[0], dict)
 
 
@@ -293,14 +295,16 @@ def test_trajectory_document_round_trips_compacted() -> None:
     if not path.exists():
         pytest.skip("transcripts not present")
     doc = json.loads(path.read_text())
-    out = apply_compaction(doc, Budgeted(10_000))
+    out = apply_compaction(doc, strategy=Budgeted(10_000))
     assert set(out) == set(doc) and out["info"] == doc["info"]
     assert 2 < len(out["messages"]) < len(doc["messages"])
 
 
 def test_event_summary_lists_fallbacks() -> None:
     idx = history(10)
-    _, event = Compactor(strategy=Budgeted(2_000, [CollapseToolResults(keep_last=5)])).compact(idx)
+    _, event = Compactor(
+        strategy=Budgeted(2_000, strategies=[CollapseToolResults(keep_last_groups=5)])
+    ).compact(idx)
     assert isinstance(event, CompactionEvent)
     assert event.fallbacks == ["Truncation: chain did not reach the budget"]
     assert "fallback: Truncation" in event.summary()
@@ -312,7 +316,9 @@ def test_budgeted_with_a_summarizing_strategy_sync_and_async() -> None:
 
     def compactor() -> Compactor:
         model = ScriptedModel("Goal: fix issues. Done: turns summarized.")
-        return Compactor(strategy=Budgeted(6_000, [Summarize(keep_last=4, summarizer=model)]))
+        return Compactor(
+            strategy=Budgeted(6_000, strategies=[Summarize(keep_last_groups=4, summarizer=model)])
+        )
 
     idx = history(20)
     view, event = compactor().compact(idx)
@@ -353,7 +359,7 @@ def test_each_compaction_of_a_growing_history_touches_only_what_is_new(
 ) -> None:
     def make() -> Compactor:
         made = (
-            CollapseToolResults(keep_last=2, min_preserved=0)
+            CollapseToolResults(keep_last_groups=2, min_preserved=0)
             if strategy == "collapse"
             else Budgeted(limit)
         )
@@ -391,7 +397,7 @@ def test_clamp_reaches_an_old_request_once_a_newer_one_arrives() -> None:
 
     idx = MessageIndex([Message.user("the task " + "x" * 8_000)], tokenizer=CharEstimator())
     idx.extend(turn(0, size=100)[1:])
-    clamp = ClampOversized(max_tokens=500, min_preserved=0)
+    clamp = ClampOversized(max_message_tokens=500, min_preserved=0)
     c = Compactor(trigger=TokensExceed(100), strategy=clamp)
     view, _ = c.compact(idx)
     assert view.is_original(0)  # the last user message stays verbatim
@@ -403,7 +409,7 @@ def test_clamp_reaches_an_old_request_once_a_newer_one_arrives() -> None:
 def test_collapse_again_after_a_restore() -> None:
     idx = history(20, size=1_000)
     view = View(idx)
-    strategy = CollapseToolResults(keep_last=1, min_preserved=0)
+    strategy = CollapseToolResults(keep_last_groups=1, min_preserved=0)
     assert strategy.apply(view, CompactionContext(view))
     first_tool = next(g.index for g in idx.groups if g.kind == "tool_call")
     view.restore(first_tool)

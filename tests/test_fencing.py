@@ -144,7 +144,7 @@ def test_collapse_strategy_writes_attributed_notes_on_a_hostile_run() -> None:
         )
     msgs += [Message.assistant("done"), Message.user("next")]
     view = View(MessageIndex(msgs))
-    assert CollapseToolResults(keep_last=1).apply(view, CompactionContext(view))
+    assert CollapseToolResults(keep_last_groups=1).apply(view, CompactionContext(view))
     notes = [m for m in view.render() if m.synthetic == "collapsed"]
     assert len(notes) == len(INJECTIONS) - 1
     for i, note in enumerate(notes):
@@ -168,7 +168,7 @@ async def test_summarizer_transcript_keeps_every_injection_inside_its_message() 
     view = View(MessageIndex(msgs))
     model = ScriptedModel("## Goal\n- fix the bug")
     step = await run_strategy(
-        Summarize(keep_last=1, summarizer=model), view, CompactionContext(view)
+        Summarize(keep_last_groups=1, summarizer=model), view, CompactionContext(view)
     )
     assert step.changed
     body = model.requests[0][1].text

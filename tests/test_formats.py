@@ -71,20 +71,20 @@ def test_transcript_round_trips_and_validates(path: Path) -> None:
         assert str(info.value).startswith(f"invalid for openai: message {first.index}: ")
         assert {p.rule for p in info.value.problems} == {"duplicate_call_id"}
     else:
-        validate(conv, dialect="openai")
-        validate(conv, dialect="anthropic")
+        validate(conv, format="openai")
+        validate(conv, format="anthropic")
 
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=ids(TRANSCRIPTS))
 def test_transcript_through_anthropic_keeps_every_pair(path: Path) -> None:
     conv = load(path)
     for provider in (False, True):
-        there = dump(conv, "anthropic", provider=provider)
-        back = loads(dump(loads(there, format="anthropic"), "openai"), format="openai")
+        there = dump(conv, format="anthropic", provider=provider)
+        back = loads(dump(loads(there, format="anthropic"), format="openai"), format="openai")
         assert pairs(back) == pairs(conv)
         assert results(back) == results(conv)
     if path.name not in REUSED_IDS:
-        validate(loads(dump(conv, "anthropic", provider=True)), dialect="anthropic")
+        validate(loads(dump(conv, format="anthropic", provider=True)), format="anthropic")
 
 
 @pytest.mark.parametrize(
@@ -92,11 +92,11 @@ def test_transcript_through_anthropic_keeps_every_pair(path: Path) -> None:
 )
 def test_transcript_through_jsonl(path: Path) -> None:
     conv = load(path)
-    text = dump(conv, "jsonl")
+    text = dump(conv, format="jsonl")
     assert isinstance(text, str) and text.count("\n") == len(conv)
     again = loads(text)
     assert again.format == "jsonl"
-    assert dump(again, "openai") == dump(conv, "openai")
+    assert dump(again, format="openai") == dump(conv, format="openai")
 
 
 def test_provider_output_has_only_accepted_fields() -> None:
@@ -107,7 +107,7 @@ def test_provider_output_has_only_accepted_fields() -> None:
         for c in d.get("tool_calls", []):
             assert set(c) == {"id", "type", "function"}
             assert set(c["function"]) == {"name", "arguments"}
-    assert "extra" in dump(conv, "openai")[2]  # the lossless dump keeps them
+    assert "extra" in dump(conv, format="openai")[2]  # the lossless dump keeps them
 
 
 def test_mini_swe_agent_exit_record_survives_compaction() -> None:
@@ -173,7 +173,7 @@ def test_openai_round_trip_is_exact() -> None:
     assert conv.format == "openai"
     assert dump(conv) == OPENAI_DOC
     assert doc == OPENAI_DOC  # the input was not touched
-    assert dump(loads(dump(conv, "jsonl")), "openai") == OPENAI_DOC
+    assert dump(loads(dump(conv, format="jsonl")), "openai") == OPENAI_DOC
 
 
 def test_openai_model_view() -> None:
@@ -277,8 +277,8 @@ def test_anthropic_model_view() -> None:
     ]
     assert conv[5].extra["is_error"] is True and conv[5].text == "denied"
     assert conv[6].text == "go on"
-    assert find_problems(conv, "anthropic") == []
-    assert find_problems(conv, "openai") == []
+    assert find_problems(conv, format="anthropic") == []
+    assert find_problems(conv, format="openai") == []
 
 
 def test_anthropic_bare_list_round_trips() -> None:
@@ -311,7 +311,7 @@ def test_anthropic_provider_request_shape() -> None:
 def test_openai_messages_render_for_anthropic() -> None:
     doc = copy.deepcopy(OPENAI_DOC[:8])
     del doc[2]["content"][2]  # audio: no Anthropic equivalent (see the next test)
-    out = dump(loads(doc), "anthropic", provider=True)
+    out = dump(loads(doc), format="anthropic", provider=True)
     assert out["system"] == [
         {"type": "text", "text": "be brief"},
         {"type": "text", "text": "use tools"},
@@ -330,7 +330,7 @@ def test_openai_messages_render_for_anthropic() -> None:
 def test_audio_cannot_go_to_anthropic() -> None:
     conv = loads(copy.deepcopy(OPENAI_DOC[:3]))
     with pytest.raises(FormatError, match="message 2: a 'input_audio' part cannot be sent"):
-        dump(conv, "anthropic", provider=True)
+        dump(conv, format="anthropic", provider=True)
 
 
 def test_is_error_and_merging_from_kompakt_messages() -> None:
@@ -344,7 +344,7 @@ def test_is_error_and_merging_from_kompakt_messages() -> None:
         Message.assistant("one"),
         Message.assistant("two"),
     ]
-    out = dump(msgs, "anthropic", provider=True)
+    out = dump(msgs, format="anthropic", provider=True)
     assert out["system"] == "s"
     assert [m["role"] for m in out["messages"]] == ["user", "assistant", "user", "assistant"]
     results_msg = out["messages"][2]["content"]
@@ -362,7 +362,7 @@ def test_synthetic_messages_render_as_plain_text() -> None:
     summary = Message.user("[summary] fixed a.py", synthetic="summary", covers=("m1", "m2"))
     msgs = [Message.system("s"), summary, Message.assistant("ok")]
     assert dump(msgs, provider=True)[1] == {"role": "user", "content": "[summary] fixed a.py"}
-    out = dump(msgs, "anthropic", provider=True)
+    out = dump(msgs, format="anthropic", provider=True)
     assert out["messages"][0] == {"role": "user", "content": "[summary] fixed a.py"}
 
 
@@ -372,13 +372,13 @@ def test_synthetic_messages_render_as_plain_text() -> None:
 @settings(max_examples=40, deadline=None)
 @given(conversations())
 def test_openai_anthropic_openai_keeps_pairs(msgs: list[Message]) -> None:
-    openai_doc = dump(msgs, "openai")
+    openai_doc = dump(msgs, format="openai")
     for provider in (False, True):
-        there = dump(loads(openai_doc), "anthropic", provider=provider)
-        back = loads(dump(loads(there, format="anthropic"), "openai"), format="openai")
+        there = dump(loads(openai_doc), format="anthropic", provider=provider)
+        back = loads(dump(loads(there, format="anthropic"), format="openai"), format="openai")
         assert pairs(back) == pairs(msgs)
         assert results(back) == results(msgs)
-        assert find_problems(back, "anthropic") == []
+        assert find_problems(back, format="anthropic") == []
 
 
 # -- JSONL and native dicts --------------------------------------------------------------
@@ -391,24 +391,24 @@ def test_jsonl_annotations_round_trip() -> None:
         Message.assistant("x", id="custom"),
         Message.assistant("y", memory=True),
     ]
-    text = dump(msgs, "jsonl")
+    text = dump(msgs, format="jsonl")
     lines = [json.loads(line) for line in text.splitlines()]
     assert lines[0]["kompakt"] == {"pinned": True}
     assert lines[2]["kompakt"] == {"id": "custom"}
     assert list(loads(text)) == msgs
     assert all(
         "kompakt" not in line
-        for line in map(json.loads, dump(msgs, "jsonl", annotate=False).splitlines())
+        for line in map(json.loads, dump(msgs, format="jsonl", annotate=False).splitlines())
     )
-    always = [json.loads(x) for x in dump(msgs, "jsonl", annotate=True).splitlines()]
+    always = [json.loads(x) for x in dump(msgs, format="jsonl", annotate=True).splitlines()]
     assert [x["kompakt"]["id"] for x in always] == [m.id for m in msgs]
-    assert dump(msgs, "openai", annotate=True)[2]["kompakt"] == {"id": "custom"}
+    assert dump(msgs, format="openai", annotate=True)[2]["kompakt"] == {"id": "custom"}
 
 
 def test_jsonl_file(tmp_path: Path) -> None:
     msgs = [Message.user("a"), Message.assistant("b")]
     path = tmp_path / "t.jsonl"
-    path.write_text(dump(msgs, "jsonl"))
+    path.write_text(dump(msgs, format="jsonl"))
     conv = load(path)
     assert conv.format == "jsonl" and list(conv) == msgs
     assert dump(conv) == path.read_text()
@@ -437,11 +437,11 @@ def test_native_dict_errors() -> None:
 @given(conversations())
 def test_every_format_round_trips_generated_conversations(msgs: list[Message]) -> None:
     for fmt in ("openai", "jsonl", "mini-swe-agent", "swe-agent"):
-        doc = dump(msgs, fmt)
+        doc = dump(msgs, format=fmt)
         assert dump(loads(doc, format=fmt)) == doc
-    anthropic = dump(msgs, "anthropic")
+    anthropic = dump(msgs, format="anthropic")
     assert dump(loads(anthropic)) == anthropic
-    assert list(loads(dump(msgs, "jsonl"))) == msgs
+    assert list(loads(dump(msgs, format="jsonl"))) == msgs
 
 
 # -- SWE-agent repr strings --------------------------------------------------------------
@@ -499,13 +499,13 @@ def test_swe_agent_task_is_pinned_when_observations_are_user_messages(path: Path
     budget = sum(CharEstimator().count_message(m) for m in conv[:2]) + 2 * sum(
         CharEstimator().count_message(m) for m in conv[-2:]
     )
-    out = apply_compaction(conv, Budgeted(budget))
+    out = apply_compaction(conv, strategy=Budgeted(budget))
     assert users[0] in out
 
 
 def test_openai_messages_as_swe_agent_history() -> None:
     msgs = loads(copy.deepcopy(OPENAI_DOC[3:6]))
-    history = dump(msgs, "swe-agent")["history"]
+    history = dump(msgs, format="swe-agent")["history"]
     assert history[1]["tool_call_ids"] == ["c2"] and "tool_call_id" not in history[1]
     assert [m.tool_call_id for m in loads({"history": history})[1:]] == ["c2", "c1"]
 
@@ -569,7 +569,7 @@ def test_format_errors_are_one_line() -> None:
         "mini-swe-agent, swe-agent"
     )
     with pytest.raises(FormatError, match="unknown format 'xml'"):
-        dump([], "xml")
+        dump([], format="xml")
     with pytest.raises(FormatError, match=r"file not found: '/no/such/run.traj.json'"):
         load("/no/such/run.traj.json")
     with pytest.raises(FormatError, match="file not found"):
@@ -586,11 +586,11 @@ def test_format_errors_are_one_line() -> None:
 
 def test_dump_option_errors() -> None:
     with pytest.raises(ConfigError, match="annotate=True"):
-        dump([Message.user("a")], "anthropic", annotate=True)
+        dump([Message.user("a")], format="anthropic", annotate=True)
     with pytest.raises(ConfigError, match="provider=True"):
         dump([Message.user("a")], provider=True, annotate=True)
     with pytest.raises(FormatError, match="use dump"):
-        to_dicts([Message.system("s")], "anthropic")
+        to_dicts([Message.system("s")], format="anthropic")
 
 
 # -- detection and the surface -----------------------------------------------------------
@@ -623,7 +623,7 @@ def test_loads_accepts_messages_and_conversations() -> None:
     assert isinstance(conv, Conversation) and list(conv) == msgs
     assert loads(conv) is conv
     assert to_dicts(msgs) == [{"role": "user", "content": "a"}]
-    assert to_dicts(msgs, "anthropic") == [{"role": "user", "content": "a"}]
+    assert to_dicts(msgs, format="anthropic") == [{"role": "user", "content": "a"}]
 
 
 def test_public_surface() -> None:
@@ -705,9 +705,9 @@ def test_random_openai_documents_round_trip(items: tuple[dict[str, Any], ...]) -
     doc = list(items)
     conv = loads(copy.deepcopy(doc), format="openai")
     assert dump(conv) == doc
-    assert dump(loads(dump(conv, "jsonl"), format="jsonl"), "openai") == doc
+    assert dump(loads(dump(conv, format="jsonl"), format="jsonl"), "openai") == doc
     native = [message_from_dict(json.loads(json.dumps(message_to_dict(m)))) for m in conv]
-    assert dump(native, "openai") == doc
+    assert dump(native, format="openai") == doc
 
 
 _anthropic_blocks = st.one_of(
@@ -781,10 +781,10 @@ def assert_anthropic_request(doc: dict[str, Any]) -> None:
     "path", TRANSCRIPTS[:2] + TRANSCRIPTS[-2:], ids=ids(TRANSCRIPTS[:2] + TRANSCRIPTS[-2:])
 )
 def test_anthropic_provider_output_is_a_clean_request(path: Path) -> None:
-    assert_anthropic_request(dump(load(path), "anthropic", provider=True))
+    assert_anthropic_request(dump(load(path), format="anthropic", provider=True))
 
 
 @settings(max_examples=40, deadline=None)
 @given(conversations())
 def test_generated_anthropic_requests_are_clean(msgs: list[Message]) -> None:
-    assert_anthropic_request(dump(msgs, "anthropic", provider=True))
+    assert_anthropic_request(dump(msgs, format="anthropic", provider=True))

@@ -88,7 +88,7 @@ def test_contents_round_trip_and_are_detected(doc: Any) -> None:
     assert conv.format == "gemini" and detect_format(doc) == "gemini"
     assert dump(conv) == doc == source
     assert dump(loads(json.dumps(doc))) == doc
-    assert find_problems(conv, "gemini") == []
+    assert find_problems(conv, format="gemini") == []
 
 
 def test_calls_without_ids_pair_by_name_in_order() -> None:
@@ -122,13 +122,13 @@ def test_provider_output_is_the_request_body() -> None:
     body = dump(loads(PARALLEL), provider=True)
     assert list(body) == ["systemInstruction", "contents"]
     assert body["contents"] == PARALLEL["contents"]  # the thought signature goes back too
-    assert to_dicts(loads(WITH_IDS), "gemini", provider=True) == WITH_IDS
+    assert to_dicts(loads(WITH_IDS), format="gemini", provider=True) == WITH_IDS
 
 
 def test_a_compacted_response_is_sent_as_an_object() -> None:
     conv = loads(PARALLEL)
     clamped = [*conv[:3], conv[3].evolve(content="[output clamped]", extra={}), *conv[4:]]
-    body = dump(clamped, "gemini", provider=True)
+    body = dump(clamped, format="gemini", provider=True)
     part = body["contents"][2]["parts"][0]["functionResponse"]
     assert part == {"name": "power_disco_ball", "response": {"output": "[output clamped]"}}
 
@@ -144,7 +144,7 @@ def test_other_formats_render_as_gemini_contents() -> None:
     chat[2] = chat[2].evolve(
         tool_calls=[ToolCall(id="c1", name="ls"), ToolCall(id="c2", name="cat", arguments="{}")]
     )
-    doc = dump(chat, "gemini", provider=True)
+    doc = dump(chat, format="gemini", provider=True)
     assert doc == {
         "systemInstruction": {"parts": [{"text": "be brief"}]},
         "contents": [
@@ -159,20 +159,20 @@ def test_other_formats_render_as_gemini_contents() -> None:
         ],
     }  # fmt: skip
     with pytest.raises(FormatError, match="Gemini contents cannot hold system messages"):
-        to_dicts(chat, "gemini")
+        to_dicts(chat, format="gemini")
 
 
 def test_gemini_rules() -> None:
     opening = [PARALLEL["contents"][1], PARALLEL["contents"][2]]
-    rules = [p.rule for p in find_problems(loads(opening), "gemini")]
+    rules = [p.rule for p in find_problems(loads(opening), format="gemini")]
     assert rules == ["call_not_after_user"]
-    assert find_problems(loads(opening), "openai") == []
+    assert find_problems(loads(opening), format="openai") == []
     wrong = copy.deepcopy(WITH_IDS)
     wrong[2]["parts"][0]["functionResponse"]["name"] = "get_time"
-    problems = find_problems(loads(wrong), "gemini")
+    problems = find_problems(loads(wrong), format="gemini")
     assert [(p.index, p.rule) for p in problems] == [(2, "result_name_mismatch")]
     orphan = [{"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]}]
-    assert [p.rule for p in find_problems(loads(orphan), "gemini")] == ["orphan_result"]
+    assert [p.rule for p in find_problems(loads(orphan), format="gemini")] == ["orphan_result"]
 
 
 def test_bad_contents_name_the_index_and_field() -> None:

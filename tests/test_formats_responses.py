@@ -201,7 +201,7 @@ def test_items_round_trip_and_are_detected(items: list[Any]) -> None:
     assert conv.format == "responses" and detect_format(items) == "responses"
     assert dump(conv) == items == source
     assert dump(loads(json.dumps(items))) == items  # through JSON text too
-    assert find_problems(conv, "responses") == []
+    assert find_problems(conv, format="responses") == []
 
 
 def test_parallel_calls_and_their_reasoning_make_one_group() -> None:
@@ -233,30 +233,30 @@ def test_built_in_tools_pair_by_call_id_and_stay_whole() -> None:
         "web_search_call", "file_search_call", "code_interpreter_call",
         "image_generation_call", "mcp_list_tools", "mcp_call",
     ]  # fmt: skip
-    assert find_problems(conv, "openai") == []
+    assert find_problems(conv, format="openai") == []
 
 
 def test_an_output_without_its_call_is_invalid() -> None:
     items = [{"role": "user", "content": "hi"}, PARALLEL[5]]
-    assert [p.rule for p in find_problems(loads(items), "responses")] == ["orphan_result"]
+    assert [p.rule for p in find_problems(loads(items), format="responses")] == ["orphan_result"]
     missing = PARALLEL[:6]  # the second parallel call has no output, and more follows
     missing = [*missing, {"role": "user", "content": "and?"}]
-    assert [p.rule for p in find_problems(loads(missing), "responses")] == ["missing_result"]
+    assert [p.rule for p in find_problems(loads(missing), format="responses")] == ["missing_result"]
 
 
 def test_a_reasoning_item_without_what_it_led_to_is_invalid() -> None:
     items = [PARALLEL[1], PARALLEL[2], {"role": "user", "content": "go on"}]
-    problems = find_problems(loads(items), "responses")
+    problems = find_problems(loads(items), format="responses")
     assert [(p.index, p.rule) for p in problems] == [(1, "reasoning_orphaned")]
-    assert find_problems(loads(items), "openai") == []  # a rule of this API alone
+    assert find_problems(loads(items), format="openai") == []  # a rule of this API alone
 
 
 def test_an_output_of_another_kind_than_its_call_is_invalid() -> None:
     items = copy.deepcopy(BUILT_IN[-3:-1])
     items[1]["type"] = "function_call_output"
-    problems = find_problems(loads(items), "responses")
+    problems = find_problems(loads(items), format="responses")
     assert [(p.index, p.rule) for p in problems] == [(1, "output_kind_mismatch")]
-    assert find_problems(loads(BUILT_IN), "responses") == []
+    assert find_problems(loads(BUILT_IN), format="responses") == []
 
 
 def test_provider_output_drops_hints_and_keeps_what_the_api_takes() -> None:
@@ -264,7 +264,7 @@ def test_provider_output_drops_hints_and_keeps_what_the_api_takes() -> None:
     body = dump(conv, provider=True)
     assert list(body) == ["input"]
     assert body["input"] == PARALLEL  # every field here is one the API accepts
-    assert to_dicts(conv, "responses", provider=True) == PARALLEL
+    assert to_dicts(conv, format="responses", provider=True) == PARALLEL
     assert "_kompakt" not in json.dumps(dump(loads(BUILT_IN), provider=True))
 
 
@@ -298,7 +298,7 @@ def test_other_formats_render_as_responses_items() -> None:
         Message.tool("a.py", tool_call_id="c1"),
         Message.assistant("One file."),
     ]
-    items = to_dicts(chat, "responses", provider=True)
+    items = to_dicts(chat, format="responses", provider=True)
     assert items == [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "list files"},
@@ -317,7 +317,7 @@ def test_other_formats_render_as_responses_items() -> None:
             {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
     ]}  # fmt: skip
-    items = to_dicts(loads(anthropic_doc), "responses", provider=True)
+    items = to_dicts(loads(anthropic_doc), format="responses", provider=True)
     assert [i.get("type") for i in items] == [None, "function_call", "function_call_output"]
     with pytest.raises(FormatError, match="'audio' part cannot be sent to the Responses API"):
         to_dicts([Message(role="user", content=[Part(kind="audio")])], "responses", provider=True)
@@ -326,7 +326,7 @@ def test_other_formats_render_as_responses_items() -> None:
 def test_a_custom_tool_output_answers_with_its_own_kind_after_a_clamp() -> None:
     conv = loads(BUILT_IN[-3:-1])
     clamped = [conv[0], conv[1].evolve(content="hello", extra={})]
-    out = to_dicts(clamped, "responses", provider=True)
+    out = to_dicts(clamped, format="responses", provider=True)
     assert out[1] == {"type": "custom_tool_call_output", "call_id": "call_code", "output": "hello"}
 
 

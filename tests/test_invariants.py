@@ -56,12 +56,12 @@ STRATEGIES: dict[str, Factory] = {
     "truncation_trigger": lambda total: Truncation(trigger=TokensExceed(total // 2)),
     "window_turns": lambda total: SlidingWindow(keep_last_turns=2),
     "window_groups": lambda total: SlidingWindow(keep_last_groups=4),
-    "first_last": lambda total: KeepFirstAndLast(keep_last=3),
-    "collapse": lambda total: CollapseToolResults(keep_last=1),
-    "collapse_excl": lambda total: CollapseToolResults(keep_last=0, exclude_tools=["plan"]),
-    "remove_tools": lambda total: RemoveToolCalls(keep_last=1),
-    "clamp": lambda total: ClampOversized(max_tokens=200),
-    "clamp_all": lambda total: ClampOversized(max_tokens=200, min_preserved=0),
+    "first_last": lambda total: KeepFirstAndLast(keep_last_groups=3),
+    "collapse": lambda total: CollapseToolResults(keep_last_groups=1),
+    "collapse_excl": lambda total: CollapseToolResults(keep_last_groups=0, exclude_tools=["plan"]),
+    "remove_tools": lambda total: RemoveToolCalls(keep_last_groups=1),
+    "clamp": lambda total: ClampOversized(max_message_tokens=200),
+    "clamp_all": lambda total: ClampOversized(max_message_tokens=200, min_preserved=0),
     "supersede": lambda total: SupersedeReads(),
     "supersede_path": lambda total: SupersedeReads(key="path", min_preserved=0),
     "rehydrate": lambda total: Pipeline(
@@ -90,7 +90,7 @@ def run(strategy: Any, messages: list[Message]) -> tuple[View, list[Message]]:
 
 
 def assert_idempotent(strategy: Any, out: list[Message]) -> None:
-    again = apply_compaction(out, strategy, tokenizer=CharEstimator())
+    again = apply_compaction(out, strategy=strategy, tokenizer=CharEstimator())
     assert sig(again) == sig(out)
 
 
@@ -138,10 +138,19 @@ def test_budgeted_custom_chains(
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     budget = max(1, int(total * fraction))
     strategies: list[Any] = {
-        "collapse_window": [CollapseToolResults(keep_last=0), SlidingWindow(keep_last_turns=1)],
-        "remove_first_last": [RemoveToolCalls(keep_last=1), KeepFirstAndLast(keep_last=2)],
-        "clamp_only": [ClampOversized(max_tokens=100)],
-        "summarize": [SupersedeReads(), Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY))],
+        "collapse_window": [
+            CollapseToolResults(keep_last_groups=0),
+            SlidingWindow(keep_last_turns=1),
+        ],
+        "remove_first_last": [
+            RemoveToolCalls(keep_last_groups=1),
+            KeepFirstAndLast(keep_last_groups=2),
+        ],
+        "clamp_only": [ClampOversized(max_message_tokens=100)],
+        "summarize": [
+            SupersedeReads(),
+            Summarize(keep_last_groups=2, summarizer=ScriptedModel(SUMMARY)),
+        ],
     }[chain]
     check_budgeted(conv, budget, Budgeted(budget, strategies, early_stop=early_stop))
 
@@ -165,7 +174,9 @@ def test_real_transcripts_at_every_budget(path: Path) -> None:
         budget = int(total * fraction)
         check_budgeted(conv, budget)
         check_budgeted(
-            conv, budget, Budgeted(budget, [CollapseToolResults(keep_last=1), Truncation()])
+            conv,
+            budget,
+            Budgeted(budget, strategies=[CollapseToolResults(keep_last_groups=1), Truncation()]),
         )
     for name, factory in STRATEGIES.items():
         view, out = run(factory(total), conv)

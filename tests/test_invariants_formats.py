@@ -61,7 +61,7 @@ def _with_reasoning(items: list[dict[str, Any]], compact_at: int | None) -> list
 @st.composite
 def responses_items(draw: Any) -> list[dict[str, Any]]:
     conv = draw(conversations())
-    items = to_dicts(conv, "responses", provider=True)
+    items = to_dicts(conv, format="responses", provider=True)
     compact_at = draw(st.one_of(st.none(), st.integers(1, 3)))
     return _with_reasoning(items, compact_at)
 
@@ -100,13 +100,13 @@ def _check_compaction(sent: list[dict[str, Any]]) -> None:
 def test_every_strategy_on_responses_items(items: list[dict[str, Any]], name: str) -> None:
     conv = list(loads(items, format="responses"))
     assert dump(loads(items, format="responses")) == items
-    valid = {**validity(conv), "responses": not find_problems(conv, "responses")}
+    valid = {**validity(conv), "responses": not find_problems(conv, format="responses")}
     assert valid["responses"] and valid["openai"]
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     view = _compact(STRATEGIES[name](total), conv)
     check_view(view, valid)
-    sent = to_dicts(view.render(), "responses", provider=True)
-    assert find_problems(loads(sent, format="responses"), "responses") == []
+    sent = to_dicts(view.render(), format="responses", provider=True)
+    assert find_problems(loads(sent, format="responses"), format="responses") == []
     _check_reasoning(items, sent)
     _check_compaction(sent)
 
@@ -122,18 +122,18 @@ def test_budgeted_on_responses_items(items: list[dict[str, Any]], fraction: floa
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(conv=conversations(), name=st.sampled_from(NAMES))
 def test_every_strategy_on_gemini_contents(conv: list[Message], name: str) -> None:
-    doc = dump(conv, "gemini", provider=True)
+    doc = dump(conv, format="gemini", provider=True)
     loaded = loads(doc)
     assert loaded.format == "gemini" and dump(loaded) == doc
     history = list(loaded)
-    valid = {**validity(history), "gemini": not find_problems(history, "gemini")}
+    valid = {**validity(history), "gemini": not find_problems(history, format="gemini")}
     assert valid["gemini"]
     total = MessageIndex(history, tokenizer=CharEstimator()).total_tokens
     view = _compact(STRATEGIES[name](total), history)
     check_view(view, valid)
-    sent = dump(view.render(), "gemini", provider=True)
+    sent = dump(view.render(), format="gemini", provider=True)
     again = loads(sent)
-    assert find_problems(again, "gemini") == []
+    assert find_problems(again, format="gemini") == []
     roles = [c["role"] for c in sent["contents"]]
     assert all(a != b for a, b in pairwise(roles))  # turns alternate
 
@@ -163,13 +163,16 @@ def test_persistent_compactor_over_growing_responses_items(
         if compactor.check(index):
             view, _ = compactor.compact(index)
             history = list(index.messages)
-            valid = {**validity(history), "responses": not find_problems(history, "responses")}
+            valid = {
+                **validity(history),
+                "responses": not find_problems(history, format="responses"),
+            }
             check_view(view, valid)
         if pos >= len(conv):
             break
     if compactor.view is not None:
         history = list(index.messages)
-        check_view(compactor.view, {"responses": not find_problems(history, "responses")})
-        sent = to_dicts(compactor.view.render(), "responses", provider=True)
+        check_view(compactor.view, {"responses": not find_problems(history, format="responses")})
+        sent = to_dicts(compactor.view.render(), format="responses", provider=True)
         _check_compaction(sent)
         _check_reasoning(items, sent)

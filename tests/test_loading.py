@@ -167,5 +167,5 @@ def test_deeply_nested_tool_arguments_stay_text() -> None:
     assert call.parsed_arguments() == deep
     msgs = [Message.user("go"), Message.assistant(tool_calls=[call])]
     msgs += [Message.tool("x" * 5000, tool_call_id="c1"), Message.user("again")]
-    for strategy in (Budgeted(300), CollapseToolResults(keep_last=0), SupersedeReads()):
-        apply_compaction(msgs, strategy)
+    for strategy in (Budgeted(300), CollapseToolResults(keep_last_groups=0), SupersedeReads()):
+        apply_compaction(msgs, strategy=strategy)

@@ -48,7 +48,11 @@ def conversation() -> list[Message]:
 async def summarize_with(model: ChatModel) -> tuple[View, Step]:
     view = View(MessageIndex(conversation()))
     strategy = Summarize(
-        keep_last=2, summarizer=model, max_summary_tokens=40, max_input_tokens=1_200, timeout=120
+        keep_last_groups=2,
+        summarizer=model,
+        max_note_tokens=40,
+        max_input_tokens=1_200,
+        timeout=120,
     )
     step = await run_strategy(strategy, view, CompactionContext(view))
     return view, step
@@ -97,7 +101,7 @@ async def test_facts_on_the_local_model() -> None:
         Concept("files", "Which files matter?"),
     ]
     step = await run_strategy(
-        FactRetrieval(concepts, LocalModel(), keep_last=2, max_answer_tokens=40),
+        FactRetrieval(concepts, LocalModel(), keep_last_groups=2, max_output_tokens=40),
         view,
         CompactionContext(view),
     )

@@ -96,7 +96,7 @@ def test_the_default_budget_keeps_instructions_and_facts_of_a_chat() -> None:
     for seed in range(5):
         msgs, rules, facts = chat(seed)
         budget = tokens(msgs) * 15 // 100
-        out = kompakt.apply_compaction(msgs, Budgeted(budget))
+        out = kompakt.apply_compaction(msgs, strategy=Budgeted(budget))
         text = sent_text(out)
         assert tokens(out) <= budget
         assert out[-1] is msgs[-1]  # the last user message, verbatim
@@ -109,13 +109,15 @@ def test_plain_truncation_keeps_none_of_them() -> None:
     """The reference the default is measured against: it loses what was said early."""
     msgs, rules, _ = chat(1)
     budget = tokens(msgs) * 15 // 100
-    out = kompakt.apply_compaction(msgs, Budgeted(budget, [kompakt.Truncation()]))
+    out = kompakt.apply_compaction(
+        msgs, strategy=Budgeted(budget, strategies=[kompakt.Truncation()])
+    )
     assert not any(r in sent_text(out) for r in rules)
 
 
 def test_instructions_are_rendered_verbatim_in_one_section_first() -> None:
     msgs, _, _ = chat(2)
-    out = kompakt.apply_compaction(msgs, Budgeted(tokens(msgs) // 5))
+    out = kompakt.apply_compaction(msgs, strategy=Budgeted(tokens(msgs) // 5))
     note = next(m for m in out if m.synthetic == "summary").text
     body = note.split(f"## {SECTIONS['instructions']}\n", 1)[1].split("\n## ", 1)[0]
     said = {said for said, _ in RULES}
@@ -129,7 +131,7 @@ def test_a_changed_value_is_not_shown_as_current() -> None:
         Message.assistant("Noted."),
     ]
     msgs[-1:-1] = [m for q, a in SMALL_TALK for m in (Message.user(q), Message.assistant(a))]
-    out = kompakt.apply_compaction(msgs, Budgeted(tokens(msgs) * 15 // 100))
+    out = kompakt.apply_compaction(msgs, strategy=Budgeted(tokens(msgs) * 15 // 100))
     text = sent_text(out)
     assert "9 August" in text
     assert "2 August" not in text  # the stale date is gone, not shown beside the new one
@@ -140,7 +142,7 @@ def test_an_update_still_in_the_tail_supersedes_the_note() -> None:
     msgs, _, _ = chat(4, talk=8)
     msgs[-1:-1] = [Message.user("Actually the laptop fund is now 4200 zloty.")]
     budget = tokens(msgs) * 15 // 100
-    out = kompakt.apply_compaction(msgs, Budgeted(budget))
+    out = kompakt.apply_compaction(msgs, strategy=Budgeted(budget))
     text = sent_text(out)
     assert "4200 zloty" in text and "3500 zloty" not in text
 
@@ -148,7 +150,7 @@ def test_an_update_still_in_the_tail_supersedes_the_note() -> None:
 def test_five_rounds_keep_what_one_round_kept() -> None:
     msgs, rules, facts = chat(5, talk=2)
     budget = tokens(msgs) * 20 // 100
-    once = sent_text(kompakt.apply_compaction(msgs, Budgeted(budget)))
+    once = sent_text(kompakt.apply_compaction(msgs, strategy=Budgeted(budget)))
     kept_once = [x for x in rules + facts if x in once]
     sent = msgs
     rng = random.Random(5)
@@ -157,7 +159,7 @@ def test_five_rounds_keep_what_one_round_kept() -> None:
             q, a = rng.choice(SMALL_TALK)
             sent = [*sent, Message.user(q), Message.assistant(a)]
         sent = [*sent, Message.user("and what about tomorrow?")]
-        sent = kompakt.apply_compaction(sent, Budgeted(budget))
+        sent = kompakt.apply_compaction(sent, strategy=Budgeted(budget))
     text = sent_text(sent)
     assert kept_once and all(x in text for x in kept_once), [x for x in kept_once if x not in text]
 
@@ -166,8 +168,8 @@ def test_a_note_passed_back_as_plain_dicts_is_still_merged() -> None:
     """Provider dicts carry no kompakt markers: the note is recognised by its header."""
     msgs, rules, _ = chat(6)
     budget = tokens(msgs) * 20 // 100
-    first = kompakt.apply_compaction(msgs, Budgeted(budget))
-    plain = kompakt.loads(kompakt.to_dicts(first, "openai", provider=True))
+    first = kompakt.apply_compaction(msgs, strategy=Budgeted(budget))
+    plain = kompakt.loads(kompakt.to_dicts(first, format="openai", provider=True))
     more = [*plain, *(Message.user(q) for q, _ in SMALL_TALK), Message.user("next?")]
     again = kompakt.apply_compaction(list(more), Budgeted(budget))
     text = sent_text(again)
@@ -178,7 +180,7 @@ def test_a_note_passed_back_as_plain_dicts_is_still_merged() -> None:
 def test_a_model_summary_keeps_the_instructions_outside_the_model_text() -> None:
     model = ScriptedModel("## Preferences\n- wants short, Rust-flavoured answers\n## Goal\n- trip")
     msgs, rules, _ = chat(7)
-    strategy = Summarize(summarizer=model, keep_last=2)
+    strategy = Summarize(summarizer=model, keep_last_groups=2)
     view, _ = Compactor(strategy=strategy).compact(MessageIndex(msgs))
     note = next(m for m in view.render() if m.synthetic == "summary").text
     assert all(r in note for r in rules)  # word for word, whatever the model wrote
@@ -211,7 +213,7 @@ def test_a_ledger_past_its_share_loses_its_oldest_and_says_so() -> None:
         "Call me Jo.",
     ]
     msgs = [Message.user(r) for r in rules] + [Message.user("hello there friend")]
-    strategy = ExtractiveDigest(keep_last=1, max_tokens=60, note_share=None)
+    strategy = ExtractiveDigest(keep_last_groups=1, max_note_tokens=60, note_share=None)
     view, event = Compactor(strategy=strategy).compact(MessageIndex(msgs))
     note = view.render()[0].text
     assert "Call me Jo." in note and "Always answer in French." not in note  # oldest go first
@@ -228,7 +230,7 @@ def test_a_newer_instruction_on_the_same_subject_replaces_the_older() -> None:
         Message.assistant("Sure."),
         Message.user("tell me more"),
     ]
-    out = kompakt.apply_compaction(msgs, ExtractiveDigest(keep_last=1))
+    out = kompakt.apply_compaction(msgs, strategy=ExtractiveDigest(keep_last_groups=1))
     text = sent_text(out)
     assert "heron" in text and "amber" not in text
 
@@ -238,7 +240,7 @@ def test_a_newer_instruction_on_the_same_subject_replaces_the_older() -> None:
 def test_the_ledger_is_never_dropped_while_the_budget_can_hold_it(seed: int, share: int) -> None:
     msgs, rules, _ = chat(seed, talk=random.Random(seed).randint(0, 10))
     budget = max(tokens(msgs) * share // 100, 400)
-    out = kompakt.apply_compaction(msgs, Budgeted(budget))
+    out = kompakt.apply_compaction(msgs, strategy=Budgeted(budget))
     text = sent_text(out)
     assert tokens(out) <= budget and not find_problems(out) and out[-1] is msgs[-1]
     assert all(r in text for r in rules)
@@ -263,7 +265,7 @@ def test_any_summarizer_with_the_protocol_writes_the_note() -> None:
     msgs, rules, _ = chat(9)
     echo = _Echo()
     assert isinstance(echo, kompakt.Summarizer)
-    view, _ = Compactor(strategy=Summarize(summarizer=echo, keep_last=2)).compact(
+    view, _ = Compactor(strategy=Summarize(summarizer=echo, keep_last_groups=2)).compact(
         MessageIndex(msgs)
     )
     note = next(m for m in view.render() if m.synthetic == "summary").text

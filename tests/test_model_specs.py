@@ -11,7 +11,7 @@ from kompakt.models.registry import as_model
 def test_spec_strings_become_models() -> None:
     s = kompakt.Summarize(summarizer="openai:gpt-4.1-mini@http://localhost:9/v1")
     assert s.summarizer is not None and s.summarizer.name.startswith("openai:gpt-4.1-mini")
-    f = kompakt.FactRetrieval(model="openai:gpt-4.1-mini@http://localhost:9/v1")
+    f = kompakt.FactRetrieval(summarizer="openai:gpt-4.1-mini@http://localhost:9/v1")
     assert f.summarizer is not None and f.summarizer.name.startswith("openai:gpt-4.1-mini")
 
 
@@ -20,7 +20,7 @@ def test_the_extractive_spec_is_the_digest_itself() -> None:
     s = kompakt.Summarize(summarizer="extractive")
     assert isinstance(s.summarizer, kompakt.DigestSummarizer)
     assert isinstance(
-        kompakt.FactRetrieval(model="extractive").summarizer, kompakt.DigestSummarizer
+        kompakt.FactRetrieval(summarizer="extractive").summarizer, kompakt.DigestSummarizer
     )
 
 
@@ -46,7 +46,7 @@ def test_compactor_and_apply_compaction_take_spec_strings() -> None:
     )
     assert compactor.summarizer is not None and compactor.summarizer.name == "extractive"
     msgs = [kompakt.Message.user("a" * 400), kompakt.Message.user("b")]
-    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(40), summarizer="extractive")
+    out = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(40), summarizer="extractive")
     assert out[-1].text == "b"
 
 

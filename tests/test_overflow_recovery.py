@@ -156,7 +156,9 @@ def test_other_errors_are_not_retried(server: FakeProvider) -> None:
 def test_recovery_uses_the_compactors_strategy_and_calibrates(server: FakeProvider) -> None:
     server.script = [(400, ANTHROPIC, {}), (200, ANTHROPIC_OK, {})]
     model = AnthropicModel("claude-haiku-4-5", base_url=server.url, api_key="k", max_retries=0)
-    compactor = Compactor(strategy=Budgeted(1_000_000, [SlidingWindow(keep_last_turns=1)]))
+    compactor = Compactor(
+        strategy=Budgeted(1_000_000, strategies=[SlidingWindow(keep_last_turns=1)])
+    )
     agent = agent_for(model, compactor=compactor)
     result = agent.run_sync("go on")
     event = next(e for e in result.compactions if e.overflow is not None)
@@ -175,7 +177,7 @@ def test_recovery_uses_the_compactors_strategy_and_calibrates(server: FakeProvid
 def openai_dicts() -> list[dict[str, Any]]:
     store = MemoryStore()
     long_session(store, "s")
-    return kompakt.to_dicts(store.messages("s"), "openai")
+    return kompakt.to_dicts(store.messages("s"), format="openai")
 
 
 def test_compact_for_retry_returns_the_same_format_within_the_retry_budget() -> None:

@@ -130,7 +130,7 @@ def test_anthropic_blocks_round_trip_and_go_to_the_api_verbatim() -> None:
     body = dump(conv, provider=True)
     assert body["system"] == source["system"]  # cache_control kept
     assert body["messages"] == source["messages"]  # thinking, server tools, compaction as sent
-    assert find_problems(conv, "anthropic") == []
+    assert find_problems(conv, format="anthropic") == []
 
 
 def test_groups_keep_thinking_with_its_tool_use_and_compaction_alone() -> None:
@@ -157,7 +157,7 @@ def test_what_precedes_the_newest_compaction_is_not_sent_but_kept() -> None:
     assert out[2] is index.messages[index.groups[index.compaction_group or 0].start]
     assert view.total_tokens == sum(index.tokenizer.count_message(m) for m in out)
     assert len(index.messages) == len(conv)  # the originals stay
-    assert find_problems(out, "anthropic") == []
+    assert find_problems(out, format="anthropic") == []
     ids = view.dropped_ids()
     before = index.groups[index.compaction_group or 0].start
     assert ids == {m.id for m in index.messages[1:before]}
@@ -287,8 +287,8 @@ def test_no_strategy_edits_a_compaction_or_splits_thinking_from_its_call(name: s
         if m.tool_calls:  # a call is sent with the thinking it was made with, unchanged
             source = originals[m.covers[0] if m.synthetic else m.id]
             assert _thinking_of(m) == _thinking_of(source)
-    body = dump(out, "anthropic", provider=True)
-    assert find_problems(loads(body), "anthropic") == []
+    body = dump(out, format="anthropic", provider=True)
+    assert find_problems(loads(body), format="anthropic") == []
 
 
 def test_responses_compaction_item_ends_what_is_sent() -> None:
@@ -300,7 +300,7 @@ def test_responses_compaction_item_ends_what_is_sent() -> None:
         {"role": "user", "content": "Now add tests."},
     ]
     view = View(MessageIndex(loads(items), tokenizer=CharEstimator()))
-    sent = dump(view.render(), "responses", provider=True)["input"]
+    sent = dump(view.render(), format="responses", provider=True)["input"]
     assert sent == [{"role": "user", "content": OMITTED_NOTE}, *items[3:]]
 
 
@@ -310,22 +310,22 @@ def test_one_providers_reasoning_and_encrypted_summary_never_reach_another() -> 
         {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
         {"role": "assistant", "content": "hello"},
     ]
-    body = dump(loads(items), "anthropic", provider=True)
+    body = dump(loads(items), format="anthropic", provider=True)
     hello = [{"type": "text", "text": "hello"}]
     assert body == {
         "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": hello}]
     }
-    assert "think" not in json.dumps(dump(loads(items), "gemini", provider=True))
-    assert "think" not in json.dumps(dump(loads(items), "openai", provider=True))
+    assert "think" not in json.dumps(dump(loads(items), format="gemini", provider=True))
+    assert "think" not in json.dumps(dump(loads(items), format="openai", provider=True))
     encrypted = [*items, {"type": "compaction", "encrypted_content": "gAAA"}]
     for fmt in ("anthropic", "gemini", "openai"):
         with pytest.raises(FormatError, match=r"message 2: .*compaction"):
-            dump(loads(encrypted), fmt, provider=True)
+            dump(loads(encrypted), format=fmt, provider=True)
     summary = {
         "messages": [
             {"role": "user", "content": "hi"},
             {"role": "assistant", "content": [COMPACTION]},
         ]
     }
-    sent = dump(loads(summary), "responses", provider=True)["input"]
+    sent = dump(loads(summary), format="responses", provider=True)["input"]
     assert sent[-1]["content"][0]["text"] == COMPACTION["content"]

@@ -57,7 +57,7 @@ def _big_history(n_turns: int) -> list[kompakt.Message]:
 
 def test_issue2_surface(run_dir: Path) -> None:
     msgs = kompakt.load("run.traj.json")  # a file; kompakt.loads parses text, dicts, lists
-    kompakt.validate(msgs, dialect="openai")  # raises kompakt.InvalidConversation
+    kompakt.validate(msgs, format="openai")  # raises kompakt.InvalidConversation
     data = kompakt.dump(msgs, format="openai")  # or "anthropic", "jsonl", the source format
     tok = kompakt.CharEstimator()
     index = kompakt.MessageIndex(tokenizer=tok)
@@ -92,8 +92,8 @@ def test_issue2_other_formats_and_tokenizers(run_dir: Path) -> None:
     for fmt in ("anthropic", "jsonl"):
         back = kompakt.loads(kompakt.dump(msgs, format=fmt))
         assert [m.text for m in back] == [m.text for m in msgs], fmt
-        kompakt.validate(back, dialect="anthropic" if fmt == "anthropic" else "openai")
-    kompakt.validate(kompakt.loads(kompakt.dump(msgs, format="anthropic")), dialect="anthropic")
+        kompakt.validate(back, format="anthropic" if fmt == "anthropic" else "openai")
+    kompakt.validate(kompakt.loads(kompakt.dump(msgs, format="anthropic")), format="anthropic")
     exact = kompakt.TiktokenTokenizer("cl100k_base")
     index = kompakt.MessageIndex(msgs, tokenizer=exact)
     assert index.total_tokens == _tokens(msgs, exact)
@@ -109,7 +109,7 @@ def test_issue2_validate_names_every_problem() -> None:
         kompakt.Message.user("next"),
     ]
     with pytest.raises(kompakt.InvalidConversation) as info:
-        kompakt.validate(bad, dialect="openai")
+        kompakt.validate(bad, format="openai")
     problems = info.value.problems
     assert "message 1" in str(info.value) and "zz" in str(info.value)
     assert {(p.index, p.rule) for p in problems} >= {(1, "orphan_result")}
@@ -123,12 +123,12 @@ def test_issue3_apply_compaction_openai_dicts_in_and_out(run_dir: Path) -> None:
     openai_dicts = kompakt.dump(kompakt.load("run.traj.json"), format="openai")
     before = json.dumps(openai_dicts)
     out = kompakt.apply_compaction(
-        openai_dicts, kompakt.Budgeted(8_000), tokenizer=kompakt.CharEstimator()
+        openai_dicts, strategy=kompakt.Budgeted(8_000), tokenizer=kompakt.CharEstimator()
     )
     assert json.dumps(openai_dicts) == before  # input untouched
     assert isinstance(out, list) and all(isinstance(d, dict) and "role" in d for d in out)
     back = kompakt.loads(out, format="openai")
-    kompakt.validate(back, dialect="openai")
+    kompakt.validate(back, format="openai")
     assert _tokens(back) <= 8_000 < _tokens(kompakt.loads(openai_dicts))
     assert out[0] == openai_dicts[0]  # the system message stays
     last_user = max(i for i, d in enumerate(openai_dicts) if d["role"] == "user")
@@ -137,13 +137,13 @@ def test_issue3_apply_compaction_openai_dicts_in_and_out(run_dir: Path) -> None:
 
 def test_issue3_budgeted_with_a_custom_chain(run_dir: Path) -> None:
     msgs = kompakt.load("run.traj.json")
-    chain = [kompakt.SupersedeReads(), kompakt.CollapseToolResults(keep_last=1)]
-    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(6_000, chain))
+    chain = [kompakt.SupersedeReads(), kompakt.CollapseToolResults(keep_last_groups=1)]
+    out = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(6_000, chain))
     assert out.format == "mini-swe-agent"  # a Conversation in, a Conversation out
-    kompakt.validate(out, dialect="anthropic")
+    kompakt.validate(out, format="anthropic")
     assert _tokens(out) <= 6_000
     with pytest.raises(kompakt.BudgetImpossible) as info:
-        kompakt.apply_compaction(msgs, kompakt.Budgeted(50))
+        kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(50))
     assert info.value.budget == 50 and info.value.required > 50
     breakdown = info.value.breakdown
     assert breakdown["last user message"] > 50  # the task: the largest part that must stay
@@ -160,12 +160,12 @@ def test_issue3_budget_impossible_names_pinned_content() -> None:
         kompakt.Message.user("now fix it"),
     ]
     with pytest.raises(kompakt.BudgetImpossible) as info:
-        kompakt.apply_compaction(msgs, kompakt.Budgeted(500))
+        kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(500))
     err = info.value
     assert err.breakdown["pinned"] > 500 > err.budget - 1
     assert "pinned" in str(err) and str(err.required) in str(err).replace(",", "")
     assert "\n" not in str(err)  # one line
-    out = kompakt.apply_compaction(msgs, kompakt.Budgeted(1_000))
+    out = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(1_000))
     assert msgs[1] in out and msgs[3] in out and msgs[2] not in out
 
 
@@ -189,7 +189,7 @@ def test_issue3_compactor_check_and_compact() -> None:
     assert event.tokens_before == index.total_tokens
     assert event.tokens_after == view.total_tokens < 60_000
     assert event.messages_before == len(msgs) > event.messages_after == len(view.render())
-    kompakt.validate(view.render(), dialect="openai")
+    kompakt.validate(view.render(), format="openai")
     assert compactor.check(index) is False  # hysteresis: below the trigger now
     assert index.messages == msgs  # originals never mutated
 
@@ -203,7 +203,7 @@ async def test_issue3_compact_async() -> None:
     index = kompakt.MessageIndex(_big_history(40))
     view, event = await compactor.compact_async(index)
     assert event.changed and view.total_tokens < 10_000
-    kompakt.validate(view.render(), dialect="anthropic")
+    kompakt.validate(view.render(), format="anthropic")
 
 
 # -- issue 4 -------------------------------------------------------------------------------
@@ -212,22 +212,26 @@ async def test_issue3_compact_async() -> None:
 def test_issue4_surface(run_dir: Path) -> None:
     msgs = kompakt.load("run.traj.json")
     model = kompakt.model_from_string("extractive")
-    summarize = kompakt.Summarize(keep_last=4, summarizer=model)
-    facts = kompakt.FactRetrieval(kompakt.CODING_AGENT_CONCEPTS, model=model)
+    summarize = kompakt.Summarize(keep_last_groups=4, summarizer=model)
+    facts = kompakt.FactRetrieval(kompakt.CODING_AGENT_CONCEPTS, summarizer=model)
     concept = kompakt.Concept("tests", "Which tests fail?", kompakt.FactType.MULTIPLE)
     assert concept.keyword == "tests" and concept.fact_type is kompakt.FactType.MULTIPLE
     assert len(kompakt.CODING_AGENT_CONCEPTS) == 8
     out = kompakt.apply_compaction(
         msgs,
-        kompakt.Budgeted(8_000, [kompakt.SupersedeReads(), kompakt.Summarize(summarizer=model)]),
+        strategy=kompakt.Budgeted(
+            8_000, strategies=[kompakt.SupersedeReads(), kompakt.Summarize(summarizer=model)]
+        ),
     )
     kinds = Counter(m.synthetic for m in out)
     assert kinds["summary"] == 1 and _tokens(out) <= 8_000
-    kompakt.validate(out, dialect="anthropic")
+    kompakt.validate(out, format="anthropic")
     summary = next(m for m in out if m.synthetic == "summary")
     assert summary.covers and summary.text.strip()
     for strategy, kind in [(summarize, "summary"), (facts, "facts")]:
-        out = kompakt.apply_compaction(msgs, kompakt.Budgeted(4_000, [strategy]))
+        out = kompakt.apply_compaction(
+            msgs, strategy=kompakt.Budgeted(4_000, strategies=[strategy])
+        )
         assert Counter(m.synthetic for m in out)[kind] == 1, strategy
         assert _tokens(out) <= 4_000
 
@@ -249,11 +253,13 @@ def test_issue4_surface(run_dir: Path) -> None:
 async def test_issue4_every_summarizer_async(run_dir: Path, make: Any) -> None:
     msgs = kompakt.load("run.traj.json")
     model = kompakt.model_from_string("extractive")
-    out = await kompakt.apply_compaction_async(msgs, kompakt.Budgeted(4_000, [make(model)]))
+    out = await kompakt.apply_compaction_async(
+        msgs, strategy=kompakt.Budgeted(4_000, strategies=[make(model)])
+    )
     assert out.format == "mini-swe-agent"
     assert any(m.synthetic in ("summary", "facts") for m in out)
     assert _tokens(out) <= 4_000
-    kompakt.validate(out, dialect="openai")
+    kompakt.validate(out, format="openai")
     assert out[0] == msgs[0]
 
 

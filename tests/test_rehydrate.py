@@ -63,7 +63,7 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
     budget = max(6_000, index.total_tokens // 4)
     compactor = Compactor(
         trigger=TokensExceed(budget),
-        strategy=Budgeted(budget // 2, [ExtractiveDigest(keep_last=4)]),
+        strategy=Budgeted(budget // 2, [ExtractiveDigest(keep_last_groups=4)]),
         target=TokensBelow(budget),
         rehydrate=Rehydrate(files=3, max_file_tokens=600),
     )
@@ -71,7 +71,7 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
     assert view.total_tokens <= budget
     rendered = view.render()
     for dialect in ("openai", "anthropic"):
-        assert not find_problems(rendered, dialect=dialect)  # type: ignore[arg-type]
+        assert not find_problems(rendered, format=dialect)  # type: ignore[arg-type]
     (message,) = rehydrated(view)
     at = rendered.index(message)
     assert rendered[at - 1].synthetic == "summary"  # right after the note
@@ -97,7 +97,7 @@ def test_compacting_again_replaces_the_rehydrated_message() -> None:
     index = MessageIndex(messages[:150])
     compactor = Compactor(
         trigger=TokensExceed(8_000),
-        strategy=ExtractiveDigest(keep_last=4),
+        strategy=ExtractiveDigest(keep_last_groups=4),
         target=TokensBelow(6_000),
         rehydrate=Rehydrate(files=2, max_file_tokens=400),
     )
@@ -274,7 +274,7 @@ def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
 
     compactor = Compactor(
         trigger=TokensExceed(2_000),
-        strategy=ExtractiveDigest(keep_last=1),
+        strategy=ExtractiveDigest(keep_last_groups=1),
         target=TokensBelow(1_500),
         rehydrate=Rehydrate(files=2, max_file_tokens=150),
     )
@@ -326,7 +326,7 @@ def test_a_config_file_turns_rehydration_on() -> None:
 
 def test_a_budgeted_compactor_leaves_room_for_the_rehydration() -> None:
     index = MessageIndex(list(kompakt.load(MINI[0])))
-    compactor = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=2_000))
+    compactor = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_message_tokens=2_000))
     view, event = compactor.compact(index)
     (message,) = rehydrated(view)
     assert view.total_tokens <= 8_000

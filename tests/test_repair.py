@@ -73,7 +73,7 @@ def test_any_corruption_comes_back_valid_and_every_change_is_listed(
     broken = _corrupt(msgs, ops)
     fixed, repairs = repair(broken)
     for dialect in ("openai", "anthropic"):
-        left = {p.rule for p in find_problems(fixed, dialect)} & CALL_RULES
+        left = {p.rule for p in find_problems(fixed, format=dialect)} & CALL_RULES
         assert not left, (dialect, left, repairs)
     # nothing lost silently: every input message is in the output as it was, or changed
     # (same id) by a repair at its index, or dropped by a repair at its index

@@ -119,7 +119,7 @@ def test_sliding_window_needs_one_limit(kw: dict[str, int]) -> None:
 
 
 def test_keep_first_and_last_keeps_the_task() -> None:
-    view = apply(KeepFirstAndLast(keep_last=2), agent_run())
+    view = apply(KeepFirstAndLast(keep_last_groups=2), agent_run())
     out = view.render()
     assert out[1].text == "fix the bug in a.py"
     assert len(out) == 5  # system, task, the last tool group (call + result), done
@@ -131,7 +131,7 @@ def test_keep_first_and_last_keeps_the_task() -> None:
 
 def test_collapse_makes_one_short_note_per_group() -> None:
     msgs = agent_run(groups=6, size=300)
-    view = apply(CollapseToolResults(keep_last=2, max_note_chars=160), msgs)
+    view = apply(CollapseToolResults(keep_last_groups=2, max_note_chars=160), msgs)
     notes = [m for m in view.render() if m.synthetic == "collapsed"]
     assert len(notes) == 4
     for i, note in enumerate(notes):
@@ -157,7 +157,9 @@ def test_collapse_exclude_tools() -> None:
         result("c3", "ok"),  # a note would cost more than this group: it stays
         Message.user("next"),
     ]
-    view = apply(CollapseToolResults(keep_last=0, exclude_tools=["plan"], min_preserved=0), msgs)
+    view = apply(
+        CollapseToolResults(keep_last_groups=0, exclude_tools=["plan"], min_preserved=0), msgs
+    )
     kinds = [m.synthetic for m in view.render()]
     assert kinds == [None, None, None, "collapsed", None, None, None]  # plan is excluded
 
@@ -169,13 +171,13 @@ def test_collapse_saves_most_of_a_real_trajectory() -> None:
     from kompakt.formats import load
 
     conv = list(load(path))
-    view = apply(CollapseToolResults(keep_last=3), conv)
+    view = apply(CollapseToolResults(keep_last_groups=3), conv)
     before = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     assert view.total_tokens < before * 0.75  # MAF's collapse saved a median 2.6%
 
 
 def test_remove_tool_calls_keeps_newest() -> None:
-    view = apply(RemoveToolCalls(keep_last=2, min_preserved=0), agent_run(groups=5))
+    view = apply(RemoveToolCalls(keep_last_groups=2, min_preserved=0), agent_run(groups=5))
     out = view.render()
     assert [m.tool_call_id for m in out if m.role == "tool"] == ["c3", "c4"]
     assert len(view.dropped_ids()) == 6
@@ -192,7 +194,7 @@ def test_clamp_keeps_head_tail_and_pairing() -> None:
         Message.assistant("failing"),
         Message.user("fix it"),
     ]
-    view = apply(ClampOversized(max_tokens=300, min_preserved=1), msgs)
+    view = apply(ClampOversized(max_message_tokens=300, min_preserved=1), msgs)
     clamped = [m for m in view.render() if m.synthetic == "clamped"]
     assert len(clamped) == 1
     m = clamped[0]
@@ -221,7 +223,7 @@ def test_budgeted_clamps_the_results_of_a_partial_batch() -> None:
     from kompakt.compactor import apply_compaction
 
     msgs = partial_batch()
-    out = apply_compaction(msgs, Budgeted(2000))
+    out = apply_compaction(msgs, strategy=Budgeted(2000))
     assert sum(CharEstimator().count_message(m) for m in out) <= 2000
     assert out[4] is msgs[4]  # the call waits for c3, verbatim
     assert out[5].synthetic == "clamped" and out[5].tool_call_id == "c2"
@@ -234,7 +236,7 @@ def test_a_result_arriving_after_its_batch_was_clamped_joins_it() -> None:
 
     msgs = partial_batch()
     index = MessageIndex(msgs, tokenizer=CharEstimator())
-    compactor = Compactor(strategy=ClampOversized(max_tokens=500, min_preserved=0))
+    compactor = Compactor(strategy=ClampOversized(max_message_tokens=500, min_preserved=0))
     view, _ = compactor.compact(index)
     assert view.render()[5].synthetic == "clamped"
     late = index.append(result("c3", "z" * 30_000))
@@ -249,7 +251,7 @@ def test_a_result_arriving_after_its_batch_was_clamped_joins_it() -> None:
 
 def test_clamp_head_tail_validation() -> None:
     with pytest.raises(ConfigError, match="head"):
-        ClampOversized(max_tokens=100, head=80, tail=30)
+        ClampOversized(max_message_tokens=100, head=80, tail=30)
 
 
 # -- supersede -----------------------------------------------------------------------
@@ -276,7 +278,9 @@ def test_supersede_same_arguments() -> None:
 
 def test_supersede_by_key_and_tools() -> None:
     msgs = reads(("read_file", "a.py"), ("view", "a.py"), ("view", "a.py"))
-    assert superseded(apply(SupersedeReads(min_preserved=0, tools=["read_file"]), msgs)) == []
+    assert (
+        superseded(apply(SupersedeReads(min_preserved=0, include_tools=["read_file"]), msgs)) == []
+    )
     assert superseded(apply(SupersedeReads(min_preserved=0, key="path"), msgs)) == ["c1"]
     by_path = SupersedeReads(min_preserved=0, key=lambda c: c.parsed_arguments()["path"])
     assert superseded(apply(by_path, msgs)) == ["c1"]
@@ -354,7 +358,7 @@ def test_budgeted_falls_back_and_records_it() -> None:
     msgs = agent_run(groups=10, size=200)
     view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
     ctx = CompactionContext(view)
-    Budgeted(1_500, [SupersedeReads()]).apply(view, ctx)
+    Budgeted(1_500, strategies=[SupersedeReads()]).apply(view, ctx)
     assert view.total_tokens <= 1_500
     assert [s.fallback for s in ctx.steps if s.fallback] == ["chain did not reach the budget"]
 
@@ -394,12 +398,12 @@ class SlowDrop(BaseStrategy):
 def test_budgeted_with_async_strategy_sync_and_async() -> None:
     msgs = agent_run(groups=10, size=100)
     view = View(MessageIndex(msgs, tokenizer=CharEstimator()))
-    assert Budgeted(2_000, [SlowDrop()]).apply(view, CompactionContext(view))
+    assert Budgeted(2_000, strategies=[SlowDrop()]).apply(view, CompactionContext(view))
     assert view.total_tokens <= 2_000
 
     async def main() -> View:
         v = View(MessageIndex(msgs, tokenizer=CharEstimator()))
-        await Budgeted(2_000, [SlowDrop()]).apply_async(v, CompactionContext(v))
+        await Budgeted(2_000, strategies=[SlowDrop()]).apply_async(v, CompactionContext(v))
         return v
 
     assert asyncio.run(main()).total_tokens <= 2_000
@@ -447,7 +451,9 @@ def test_budgeted_fallback_keeps_the_summary_the_chain_wrote() -> None:
     budget = 1_600
     msgs = _summary_run()
     index = MessageIndex(msgs, tokenizer=CharEstimator())
-    compactor = Compactor(strategy=Budgeted(budget, [ExtractiveDigest(keep_last=4)]))
+    compactor = Compactor(
+        strategy=Budgeted(budget, strategies=[ExtractiveDigest(keep_last_groups=4)])
+    )
     view, event = compactor.compact(index)
     assert [m.synthetic for m in view.render()].count("summary") == 1
     assert not event.fallbacks  # the digest alone reached the budget
@@ -456,7 +462,7 @@ def test_budgeted_fallback_keeps_the_summary_the_chain_wrote() -> None:
     grown = [call("c_big", "bash", command="pytest -x"), result("c_big", big(400, "log"))]
     index.extend([*grown, Message.assistant("The log shows the failure in src/mod11.py.")])
     ctx = CompactionContext(view)
-    assert Budgeted(budget, [SupersedeReads()]).apply(view, ctx)
+    assert Budgeted(budget, strategies=[SupersedeReads()]).apply(view, ctx)
     assert next(s.fallback for s in ctx.steps if s.fallback) == "chain did not reach the budget"
     out = check_view(view, validity([*msgs, *grown]), budget)
     assert [m.synthetic for m in out].count("summary") == 1

@@ -77,7 +77,7 @@ async def test_exact_request_system_prompt_fenced_transcript_and_template() -> N
     msgs = conversation(3)
     view = View(MessageIndex(msgs))
     model = ScriptedModel(SUMMARY)
-    step = await run(Summarize(keep_last=2, summarizer=model), view)
+    step = await run(Summarize(keep_last_groups=2, summarizer=model), view)
     assert step.changed and model.calls == 1
     system, user = model.requests[0]
     assert system.role == "system" and system.text == SYSTEM_PROMPT
@@ -100,7 +100,7 @@ async def test_untrusted_tool_output_cannot_close_the_fence() -> None:
     msgs[3] = Message.tool(evil, tool_call_id="c0")
     view = View(MessageIndex(msgs))
     model = ScriptedModel(SUMMARY)
-    await run(Summarize(keep_last=1, summarizer=model), view)
+    await run(Summarize(keep_last_groups=1, summarizer=model), view)
     body = model.requests[0][1].text
     assert body.count("</transcript>") == 1
     assert "&lt;/transcript&gt;" in body
@@ -110,7 +110,9 @@ async def test_summary_message_is_a_user_note_covering_the_span() -> None:
     msgs = conversation(3)
     idx = MessageIndex(msgs)
     view = View(idx)
-    await run(Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY), recall_tool="recall"), view)
+    await run(
+        Summarize(keep_last_groups=2, summarizer=ScriptedModel(SUMMARY), recall_tool="recall"), view
+    )
     (summary,) = summaries(view)
     assert summary.role == "user" and summary.synthetic == "summary"
     assert "`recall` tool" in summary.text and summary.text.endswith(SUMMARY)
@@ -129,7 +131,7 @@ async def test_second_compaction_sends_previous_summary_and_only_the_new_span() 
     idx = MessageIndex(conversation(3))
     view = View(idx)
     model = ScriptedModel(["first summary", "second summary"])
-    strategy = Summarize(keep_last=2, summarizer=model, mode="replace")
+    strategy = Summarize(keep_last_groups=2, summarizer=model, mode="replace")
     await run(strategy, view)
     first_span = texts(model.requests[0][1:])
     idx.extend(turn(3) + turn(4))
@@ -152,7 +154,7 @@ async def test_accumulate_appends_replace_merges() -> None:
     for mode, expected in modes:
         idx = MessageIndex(conversation(3))
         view = View(idx)
-        strategy = Summarize(keep_last=2, summarizer=ScriptedModel(["A", "B"]), mode=mode)
+        strategy = Summarize(keep_last_groups=2, summarizer=ScriptedModel(["A", "B"]), mode=mode)
         await run(strategy, view)
         idx.extend(turn(3) + turn(4))
         await run(strategy, view)
@@ -166,7 +168,7 @@ async def test_span_sent_to_the_summarizer_is_bounded() -> None:
     msgs.insert(5, Message.assistant("analysis " * 3_000))
     view = View(MessageIndex(msgs))
     model = ScriptedModel("S")
-    step = await run(Summarize(keep_last=1, summarizer=model, max_input_tokens=2_000), view)
+    step = await run(Summarize(keep_last_groups=1, summarizer=model, max_input_tokens=2_000), view)
     assert model.calls >= 2  # chunked
     assert all(r.input_tokens <= 2_300 for r in model.requests)
     assert step.model_input_tokens == model.input_tokens
@@ -181,7 +183,7 @@ async def test_whole_history_keeps_system_first_user_tldr_and_pending_call() -> 
     pending = Message.assistant("", tool_calls=[ToolCall(id="p1", name="bash", arguments="{}")])
     msgs.append(pending)
     view = View(MessageIndex(msgs))
-    await run(WholeHistory(ScriptedModel("TL;DR: four fixes"), keep_last=0), view)
+    await run(WholeHistory(ScriptedModel("TL;DR: four fixes"), keep_last_groups=0), view)
     out = view.render()
     assert [m.synthetic or m.role for m in out] == [
         "system",
@@ -198,7 +200,7 @@ async def test_whole_history_without_rolling_rereads_every_original() -> None:
     idx = MessageIndex(conversation(3))
     view = View(idx)
     model = ScriptedModel(["T1", "T2"])
-    strategy = WholeHistory(model, keep_last=2, rolling=False)
+    strategy = WholeHistory(model, keep_last_groups=2, rolling=False)
     await run(strategy, view)
     idx.extend(turn(3))
     await run(strategy, view)
@@ -212,7 +214,7 @@ async def test_from_last_n_summarizes_the_tail_and_drops_the_rest() -> None:
     idx = MessageIndex(msgs)
     view = View(idx)
     model = ScriptedModel("tail summary")
-    step = await run(FromLastN(4, model, keep_last=2), view)
+    step = await run(FromLastN(4, model, keep_last_groups=2), view)
     body = model.requests[0][1].text
     assert "request 0:" not in body and "answer 2:" in body
     assert step.groups_dropped > 0 and view.dropped_ids()
@@ -224,7 +226,7 @@ async def test_chunks_are_summarized_concurrently_and_never_split_a_call() -> No
     view = View(idx)
     model = ScriptedModel("chunk summary", delay=0.2)
     t0 = time.perf_counter()
-    step = await run(Chunked(4, model, keep_last=2), view)
+    step = await run(Chunked(4, model, keep_last_groups=2), view)
     elapsed = time.perf_counter() - t0
     assert model.calls >= 4 and model.max_concurrent == model.calls
     assert elapsed < 0.2 * model.calls * 0.6
@@ -252,7 +254,7 @@ async def test_every_fault_falls_back_to_the_digest(fault: str) -> None:
     model, timeout, reason = FAULTS[fault]
     msgs = conversation(4)
     view = View(MessageIndex(msgs))
-    strategy = Summarize(keep_last=2, summarizer=model, timeout=timeout, max_summary_tokens=300)
+    strategy = Summarize(keep_last_groups=2, summarizer=model, timeout=timeout, max_note_tokens=300)
     t0 = time.perf_counter()
     step = await run(strategy, view)
     assert time.perf_counter() - t0 < 2.0
@@ -270,7 +272,7 @@ async def test_budget_holds_when_the_summarizer_fails() -> None:
     budget = 1_500
     model = ScriptedModel(RuntimeError("server down"))
     out = await kompakt.apply_compaction_async(
-        msgs, Budgeted(budget, [Summarize(summarizer=model)])
+        msgs, strategy=Budgeted(budget, strategies=[Summarize(summarizer=model)])
     )
     assert MessageIndex(out).total_tokens <= budget
     assert any(m.synthetic == "summary" for m in out)
@@ -281,7 +283,7 @@ async def test_budget_bounds_the_summary_size() -> None:
     msgs = conversation(10)
     model = ScriptedModel(lambda request: "fact " * 350)  # ~440 tokens: too big for what is left
     out = await kompakt.apply_compaction_async(
-        msgs, Budgeted(1_200, [Summarize(keep_last=2, summarizer=model)])
+        msgs, strategy=Budgeted(1_200, strategies=[Summarize(keep_last_groups=2, summarizer=model)])
     )
     assert MessageIndex(out).total_tokens <= 1_200
 
@@ -291,7 +293,7 @@ async def test_budget_bounds_the_summary_size() -> None:
 
 async def test_without_any_model_the_digest_is_used_at_zero_cost() -> None:
     view = View(MessageIndex(conversation(4)))
-    step = await run(Summarize(keep_last=2), view)
+    step = await run(Summarize(keep_last_groups=2), view)
     assert step.changed and step.model_calls == 0 and step.fallback is None
     assert "## Commands run" in summaries(view)[0].text
 
@@ -299,7 +301,7 @@ async def test_without_any_model_the_digest_is_used_at_zero_cost() -> None:
 async def test_the_compactions_summarizer_is_used_when_none_is_given() -> None:
     view = View(MessageIndex(conversation(4)))
     model = ScriptedModel(SUMMARY)
-    step = await run(Summarize(keep_last=2), view, summarizer=model)
+    step = await run(Summarize(keep_last_groups=2), view, summarizer=model)
     assert model.calls == 1 and step.model_calls == 1
     assert step.model_input_tokens == model.requests[0].input_tokens
     assert step.model_output_tokens > 0
@@ -307,26 +309,28 @@ async def test_the_compactions_summarizer_is_used_when_none_is_given() -> None:
 
 async def test_extractive_model_works_through_the_prompt_path() -> None:
     view = View(MessageIndex(conversation(4)))
-    step = await run(Summarize(keep_last=2, summarizer=ExtractiveModel()), view)
+    step = await run(Summarize(keep_last_groups=2, summarizer=ExtractiveModel()), view)
     assert step.fallback is None and "m0.py" in summaries(view)[0].text
 
 
 def test_sync_apply_runs_outside_a_loop() -> None:
     msgs = conversation(4)
-    out = kompakt.apply_compaction(msgs, Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY)))
+    out = kompakt.apply_compaction(
+        msgs, strategy=Summarize(keep_last_groups=2, summarizer=ScriptedModel(SUMMARY))
+    )
     assert [m.synthetic for m in out].count("summary") == 1
 
 
 async def test_sync_apply_inside_a_running_loop() -> None:
     view = View(MessageIndex(conversation(4)))
-    strategy = Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY))
+    strategy = Summarize(keep_last_groups=2, summarizer=ScriptedModel(SUMMARY))
     assert strategy.apply(view, CompactionContext(view))
 
 
 async def test_extractive_digest_strategy_rolls_its_own_note() -> None:
     idx = MessageIndex(conversation(3))
     view = View(idx)
-    strategy = ExtractiveDigest(keep_last=2)
+    strategy = ExtractiveDigest(keep_last_groups=2)
     await run(strategy, view)
     idx.extend(turn(3) + turn(4))
     await run(strategy, view)
@@ -354,7 +358,8 @@ async def test_a_long_answer_is_cut_at_a_line_boundary_to_fit_the_budget() -> No
     budget = 1_300
     model = ScriptedModel(_answer_over_the_limit)
     out = await kompakt.apply_compaction_async(
-        msgs, Budgeted(budget, [Summarize(keep_last=2, summarizer=model)])
+        msgs,
+        strategy=Budgeted(budget, strategies=[Summarize(keep_last_groups=2, summarizer=model)]),
     )
     assert MessageIndex(out).total_tokens <= budget and not find_problems(out)
     (summary,) = [m for m in out if m.synthetic == "summary"]
@@ -371,7 +376,7 @@ async def test_the_digest_is_rerun_smaller_to_fit_a_target() -> None:
     kept = sum(idx.groups[g].tokens for g in stay)
     view = View(idx)
     target = kept + 150  # far less than the digest's own 800-token limit
-    step = await run(ExtractiveDigest(keep_last=2), view, target=kompakt.TokensBelow(target))
+    step = await run(ExtractiveDigest(keep_last_groups=2), view, target=kompakt.TokensBelow(target))
     assert view.total_tokens <= target and len(summaries(view)) == 1
     assert "## User requests" in summaries(view)[0].text
     assert "shrunk" in step.detail
@@ -380,7 +385,7 @@ async def test_the_digest_is_rerun_smaller_to_fit_a_target() -> None:
 async def test_with_no_room_for_any_note_the_earlier_summary_stays() -> None:
     idx = MessageIndex(conversation(4))
     view = View(idx)
-    strategy = ExtractiveDigest(keep_last=2)
+    strategy = ExtractiveDigest(keep_last_groups=2)
     await run(strategy, view)
     (earlier,) = summaries(view)
     idx.extend([*turn(4), Message.user("the new request " * 300)])
@@ -397,7 +402,9 @@ async def test_a_minimal_note_pushes_out_the_newest_originals_inside_budgeted() 
     idx = MessageIndex(msgs)
     core = idx.groups[0].tokens + idx.groups[-1].tokens
     budget = core + 140  # room for a note only once the newest tool group goes
-    out = kompakt.apply_compaction(msgs, Budgeted(budget, [ExtractiveDigest(keep_last=3)]))
+    out = kompakt.apply_compaction(
+        msgs, strategy=Budgeted(budget, strategies=[ExtractiveDigest(keep_last_groups=3)])
+    )
     assert [m.synthetic for m in out].count("summary") == 1
     assert MessageIndex(out).total_tokens <= budget and not find_problems(out)
     assert out[-1] == msgs[-1]  # the last user message stays verbatim
@@ -413,8 +420,8 @@ def test_trim_lines_keeps_whole_lines_and_no_dangling_heading() -> None:
 def test_bad_options() -> None:
     with pytest.raises(kompakt.ConfigError, match="mode"):
         Summarize(mode="append")  # type: ignore[arg-type]
-    with pytest.raises(kompakt.ConfigError, match="keep_last"):
-        Summarize(keep_last=-1)
+    with pytest.raises(kompakt.ConfigError, match="keep_last_groups"):
+        Summarize(keep_last_groups=-1)
     with pytest.raises(kompakt.ConfigError, match="chunk_size"):
         Chunked(0)
 
@@ -424,9 +431,9 @@ def test_bad_options() -> None:
 def test_invariants_hold_for_any_shape(turns: int, keep: int, budget: int) -> None:
     msgs = conversation(turns, size=20)
     strategy = Budgeted(
-        budget, [Summarize(keep_last=keep, summarizer=ScriptedModel(SUMMARY))], strict=False
+        budget, [Summarize(keep_last_groups=keep, summarizer=ScriptedModel(SUMMARY))], strict=False
     )
-    out = kompakt.apply_compaction(msgs, strategy)
+    out = kompakt.apply_compaction(msgs, strategy=strategy)
     assert out[0] == msgs[0]
     assert msgs[-4] in out  # the last user message, verbatim
     assert not find_problems(out)
@@ -439,7 +446,7 @@ def test_concurrent_chunk_gather_is_a_real_gather() -> None:
         view = View(MessageIndex(conversation(8)))
         model = ScriptedModel("s", delay=0.1)
         t0 = time.perf_counter()
-        await run(Chunked(2, model, keep_last=0), view)
+        await run(Chunked(2, model, keep_last_groups=0), view)
         return (time.perf_counter() - t0) / max(1, model.calls)
 
     assert asyncio.run(main()) < 0.07
@@ -451,7 +458,7 @@ def test_concurrent_chunk_gather_is_a_real_gather() -> None:
 def test_env_summarizer_is_the_default_when_none_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KOMPAKT_SUMMARIZER", "local:/nonexistent/kompakt-test.gguf")
     view = View(MessageIndex(conversation(4)))
-    step = asyncio.run(run(Summarize(keep_last=2), view))
+    step = asyncio.run(run(Summarize(keep_last_groups=2), view))
     # the named model was asked (it has no weights here): the digest stood in, saying why
     assert step.changed and step.fallback is not None
     assert "local:kompakt-test.gguf" in step.fallback and "extractive digest" in step.fallback
@@ -462,11 +469,11 @@ def test_an_explicit_summarizer_wins_over_the_env(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("KOMPAKT_SUMMARIZER", "local:/nonexistent/kompakt-test.gguf")
     view = View(MessageIndex(conversation(4)))
     model = ScriptedModel(SUMMARY)
-    step = asyncio.run(run(Summarize(keep_last=2), view, summarizer=model))
+    step = asyncio.run(run(Summarize(keep_last_groups=2), view, summarizer=model))
     assert model.calls == 1 and step.fallback is None
     assert summaries(view)[0].text.endswith(SUMMARY)
     digest_view = View(MessageIndex(conversation(4)))  # the digest strategy never asks one
-    step = asyncio.run(run(ExtractiveDigest(keep_last=2), digest_view))
+    step = asyncio.run(run(ExtractiveDigest(keep_last_groups=2), digest_view))
     assert step.changed and step.fallback is None and step.model_calls == 0
 
 
@@ -477,7 +484,7 @@ def test_unset_or_extractive_env_means_the_digest(
     monkeypatch.setenv("KOMPAKT_SUMMARIZER", value)
     assert kompakt.models.default_summarizer() is None
     view = View(MessageIndex(conversation(4)))
-    step = asyncio.run(run(Summarize(keep_last=2), view))
+    step = asyncio.run(run(Summarize(keep_last_groups=2), view))
     assert step.changed and step.fallback is None and step.model_calls == 0
     assert summaries(view)[0].metadata["summarizer"] == "digest"
 

@@ -30,7 +30,7 @@ U, A, S = Message.user("hi"), Message.assistant("hello"), Message.system("be bri
 
 
 def rules(msgs: list[Message], dialect: str = "openai") -> list[tuple[int, str]]:
-    return [(p.index, p.rule) for p in find_problems(msgs, dialect)]  # type: ignore[arg-type]
+    return [(p.index, p.rule) for p in find_problems(msgs, format=dialect)]  # type: ignore[arg-type]
 
 
 def test_valid_conversation_has_no_problems() -> None:
@@ -102,7 +102,7 @@ def test_anthropic_role_order() -> None:
 
 def test_validate_raises_listing_every_problem() -> None:
     with pytest.raises(InvalidConversation) as info:
-        validate([A, res("x"), Message.assistant("")], dialect="anthropic")
+        validate([A, res("x"), Message.assistant("")], format="anthropic")
     err = info.value
     assert [(p.index, p.rule) for p in err.problems] == [
         (0, "first_not_user"),
@@ -117,15 +117,15 @@ def test_accepts_anything_load_reads() -> None:
     doc = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "x", "content": ""}]
     assert find_problems(doc) == [Problem(1, "orphan_result", "")]
     anthropic = {"system": "s", "messages": [{"role": "assistant", "content": "a"}]}
-    assert [p.rule for p in find_problems(anthropic, "anthropic")] == ["first_not_user"]
+    assert [p.rule for p in find_problems(anthropic, format="anthropic")] == ["first_not_user"]
     assert find_problems(iter([U, A])) == []
 
 
 def test_unknown_dialect() -> None:
     with pytest.raises(
-        ConfigError, match="`dialect` must be one of openai, anthropic, responses, gemini"
+        ConfigError, match="`format` must be one of openai, anthropic, responses, gemini"
     ):
-        find_problems([U], "bard")  # type: ignore[arg-type]
+        find_problems([U], format="bard")  # type: ignore[arg-type]
 
 
 def test_rule_ids_are_documented() -> None:
@@ -138,8 +138,8 @@ def test_rule_ids_are_documented() -> None:
 @settings(max_examples=60, deadline=None)
 @given(conversations())
 def test_generated_conversations_are_valid(msgs: list[Message]) -> None:
-    assert find_problems(msgs, "openai") == []
-    assert find_problems(msgs, "anthropic") == []
+    assert find_problems(msgs, format="openai") == []
+    assert find_problems(msgs, format="anthropic") == []
 
 
 @settings(max_examples=60, deadline=None)
@@ -171,5 +171,5 @@ def test_linear_time_on_a_long_history() -> None:
     for n in range(25_000):
         msgs += [ask(f"c{n}"), res(f"c{n}")]
     start = time.perf_counter()
-    assert find_problems(msgs, "anthropic") == []
+    assert find_problems(msgs, format="anthropic") == []
     assert time.perf_counter() - start < 5.0  # 50k messages; ~0.1 s on one core

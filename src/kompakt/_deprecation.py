@@ -28,13 +28,13 @@ REMOVED_IN = "0.3"
 
 
 def deprecated(message: str, *, stacklevel: int = 2) -> None:
-    """Warn once with `DeprecationWarning`; `stacklevel` counts from the caller of this."""
+    """Warn once with `DeprecationWarning`, pointing at the frame `stacklevel` up: 1 is the
+    function calling this one, 2 (the default) its caller, the user's code."""
     warnings.warn(message, DeprecationWarning, stacklevel=stacklevel + 1)
 
 
 def renamed(old: str, new: str, *, owner: str, stacklevel: int = 2) -> None:
-    """Warn that `old` is now called `new` (in `owner`); `stacklevel` as for `warnings.warn`,
-    counted from the caller of this function."""
+    """Warn that `old` is now called `new` (in `owner`); `stacklevel` as for `deprecated`."""
     deprecated(
         f"{owner}: `{old}` is deprecated, use `{new}` (the old name goes in {REMOVED_IN})",
         stacklevel=stacklevel + 1,

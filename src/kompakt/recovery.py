@@ -89,7 +89,7 @@ async def send_recovering(
         second = parse_overflow(again)
         if second is None:
             raise
-        raise retry_impossible(view, second) from again
+        raise retry_impossible(view, overflow=second) from again
 
 
 def send_recovering_sync(
@@ -111,16 +111,17 @@ def send_recovering_sync(
         second = parse_overflow(again)
         if second is None:
             raise
-        raise retry_impossible(view, second) from again
+        raise retry_impossible(view, overflow=second) from again
 
 
-def retry_strategy(strategy: StrategyLike | str | None, budget: int) -> Budgeted:
+@renamed_options(positional=("budget",))
+def retry_strategy(strategy: StrategyLike | str | None, *, budget: int) -> Budgeted:
     """The strategy that brings a refused request down to `budget`: a strict `Budgeted`
     at that budget, running a `Budgeted`'s own chain, any other strategy as its chain,
     or (None) the default chain. What must be kept and cannot fit raises `BudgetImpossible`.
 
     >>> from kompakt.strategies import SlidingWindow
-    >>> s = retry_strategy(SlidingWindow(keep_last_turns=2), 5_000)
+    >>> s = retry_strategy(SlidingWindow(keep_last_turns=2), budget=5_000)
     >>> s.token_budget, [type(x).__name__ for x in s.strategies]
     (5000, ['SlidingWindow'])
     """
@@ -170,7 +171,7 @@ def compact_for_retry(
     view, ctx, back = _start(messages, format, tokenizer, summarizer)
     budget = overflow.retry_budget(view.total_tokens, step=step)
     event, t0 = _event(view, overflow, budget), time.perf_counter()
-    run_strategy_sync(retry_strategy(strategy, budget), view, ctx)
+    run_strategy_sync(retry_strategy(strategy, budget=budget), view, ctx)
     return back(view), _finish(event, view, ctx, t0, overflow)
 
 
@@ -189,19 +190,20 @@ async def compact_for_retry_async(
     view, ctx, back = _start(messages, format, tokenizer, summarizer)
     budget = overflow.retry_budget(view.total_tokens, step=step)
     event, t0 = _event(view, overflow, budget), time.perf_counter()
-    await run_strategy(retry_strategy(strategy, budget), view, ctx)
+    await run_strategy(retry_strategy(strategy, budget=budget), view, ctx)
     return back(view), _finish(event, view, ctx, t0, overflow)
 
 
+@renamed_options(positional=("overflow",))
 def retry_impossible(
-    view: View, overflow: Overflow, *, step: float = DEFAULT_STEP
+    view: View, *, overflow: Overflow, step: float = DEFAULT_STEP
 ) -> BudgetImpossible:
     """The error for a retry the provider refused again: the budget it would need
     (by `view`'s own count) and what the view holds, by why it is kept.
 
     >>> from kompakt import Message, MessageIndex
     >>> view = View(MessageIndex([Message.user("x" * 400)]))
-    >>> err = retry_impossible(view, Overflow("openai", "...", limit=50, requested=100))
+    >>> err = retry_impossible(view, overflow=Overflow("openai", "...", limit=50, requested=100))
     >>> err.budget, err.required
     (49, 104)
     """

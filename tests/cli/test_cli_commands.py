@@ -178,7 +178,7 @@ def test_compact_keeps_the_format_and_the_budget(tmp_path: Path) -> None:
     assert conv.format == "mini-swe-agent"
     assert json.loads(out.read_text())["info"] == json.loads(SMALL.read_text())["info"]
     assert MessageIndex(conv).total_tokens <= 3000
-    kompakt.validate(conv, dialect="openai")
+    kompakt.validate(conv, format="openai")
 
 
 def test_compact_keeps_the_exit_record_and_every_envelope_field(tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_compact_keeps_the_exit_record_and_every_envelope_field(tmp_path: Path) 
 
 
 def test_compact_stdin_to_stdout_and_to_another_format() -> None:
-    doc = kompakt.dump(kompakt.load(SMALL), "openai")
+    doc = kompakt.dump(kompakt.load(SMALL), format="openai")
     text = json.dumps(doc["messages"] if isinstance(doc, dict) else doc)
     r = run("compact", "-", "--budget", "0.3", "--to", "anthropic", stdin=text)
     assert r.code == 0, r.stderr

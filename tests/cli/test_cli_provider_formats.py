@@ -18,7 +18,7 @@ from kompakt.validation import find_problems
 def responses_run(tmp_path: Path, *, compaction: bool = False) -> Path:
     """The real mini-swe-agent run as Responses items, a reasoning item before each output."""
     items: list[dict[str, Any]] = []
-    for item in kompakt.to_dicts(kompakt.load(SMALL), "responses", provider=True):
+    for item in kompakt.to_dicts(kompakt.load(SMALL), format="responses", provider=True):
         output = item.get("type") == "function_call" or item.get("role") == "assistant"
         if output and not (items and items[-1].get("type") in ("function_call", "reasoning")):
             n = len(items)
@@ -37,7 +37,7 @@ def responses_run(tmp_path: Path, *, compaction: bool = False) -> Path:
 
 def gemini_run(tmp_path: Path) -> Path:
     path = tmp_path / "run.gemini.json"
-    path.write_text(json.dumps(kompakt.dump(kompakt.load(SMALL), "gemini", provider=True)))
+    path.write_text(json.dumps(kompakt.dump(kompakt.load(SMALL), format="gemini", provider=True)))
     return path
 
 
@@ -61,7 +61,7 @@ def test_inspect_replay_and_compact(tmp_path: Path, make: Any, fmt: str) -> None
     conv = kompakt.load(out)
     assert conv.format == fmt
     assert MessageIndex(conv, tokenizer=CharEstimator()).total_tokens <= 3000
-    assert find_problems(conv, fmt) == []  # type: ignore[arg-type]
+    assert find_problems(conv, format=fmt) == []  # type: ignore[arg-type]
     written, source = json.loads(out.read_text()), json.loads(path.read_text())
     assert set(written) == set(source)  # the document around the items is kept
 

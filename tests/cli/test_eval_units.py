@@ -61,7 +61,7 @@ def test_needles_are_deterministic_and_keep_the_run_valid(run: list[Message]) ->
         assert after.text.endswith(n.statement) and after.text.startswith(before.text)
         assert (after.role, after.tool_call_id) == (before.role, before.tool_call_id)
         assert (n.kind == "decision") == (after.role == "assistant")
-    assert find_problems(planted, "openai") == []
+    assert find_problems(planted, format="openai") == []
 
 
 def test_replay_without_compaction_shows_everything(run: list[Message]) -> None:
@@ -79,7 +79,10 @@ def test_replay_every_named_strategy_keeps_the_conversation_valid(
 ) -> None:
     result = replay(run, make_compactor(name, 5000), budget=5000, strategy=name)
     final = result.final_messages
-    assert find_problems(final, "openai") == [] and find_problems(final, "anthropic") == []
+    assert (
+        find_problems(final, format="openai") == []
+        and find_problems(final, format="anthropic") == []
+    )
     assert result.events and result.steps[-1].tokens_sent < result.steps[-1].tokens_full
     for e in result.events:
         assert e.tokens_after <= e.tokens_before
@@ -206,7 +209,7 @@ def test_replay_property_budget_holds_and_output_is_valid(msgs: list[Message], b
     for s in result.steps:
         if s.compacted:
             assert s.tokens_sent <= budget
-    assert find_problems(result.final_messages, "openai") == []
+    assert find_problems(result.final_messages, format="openai") == []
 
 
 def test_recall_through_a_real_store(run: list[Message]) -> None:

@@ -13,7 +13,7 @@ BIG = "line of tool output that the model read once and no longer needs\n" * 40
 
 def assert_valid_history(messages: Sequence[Message]) -> None:
     """No orphan result, no answered call without its result, valid for OpenAI."""
-    problems = find_problems(list(messages), "openai")
+    problems = find_problems(list(messages), format="openai")
     assert not problems, problems
     called: set[str] = set()
     for m in messages:

@@ -81,7 +81,7 @@ def _received_tokens(request: list[BaseMessage]) -> int:
 def _check(requests: list[list[BaseMessage]]) -> None:
     for request in requests:
         msgs = from_langchain(request)
-        validate(msgs, "openai")
+        validate(msgs, format="openai")
         assert_valid_history(msgs)
         assert _received_tokens(request) <= BUDGET
 
@@ -223,7 +223,7 @@ async def test_the_agents_own_chat_model_writes_the_summaries() -> None:
     summarizer = FakeListChatModel(responses=["## Goal\n- find the bug in a/f1..f8"])
     compactor = Compactor(
         trigger=TokensExceed(BUDGET),
-        strategy=Summarize(keep_last=2),
+        strategy=Summarize(keep_last_groups=2),
         summarizer=LangChainModel(summarizer),
     )
     model = Scripted(requests=[], counts=Counter(), steps=10)

@@ -443,7 +443,7 @@ async def test_the_agents_own_client_writes_the_summaries() -> None:
     writer = Writer()
     compactor = Compactor(
         trigger=TokensExceed(4_000),
-        strategy=Summarize(keep_last=2),
+        strategy=Summarize(keep_last_groups=2),
         summarizer=MAFChatModel(writer),
     )
     client = PerSession(steps=10)
@@ -478,7 +478,7 @@ async def test_one_result_of_a_parallel_batch_clamped_keeps_ids_unique_and_resum
         ]
 
     def strategy() -> KompaktStrategy:
-        clamp = ClampOversized(max_tokens=200, min_preserved=0)
+        clamp = ClampOversized(max_message_tokens=200, min_preserved=0)
         return KompaktStrategy(Compactor(trigger=Always(), strategy=clamp))
 
     messages = build()

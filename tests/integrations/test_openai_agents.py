@@ -386,7 +386,7 @@ async def test_the_agents_own_model_writes_the_summaries() -> None:
         [ModelStep(output=[assistant_message("Goal: read files. Read r0s0.py so far.")])] * 20
     )
     summarizer = AgentsChatModel(writer)
-    compactor = Compactor(trigger=TokensExceed(4_000), strategy=Summarize(keep_last=2))
+    compactor = Compactor(trigger=TokensExceed(4_000), strategy=Summarize(keep_last_groups=2))
     compactor.summarizer = summarizer
     session = KompaktSession("s1", compactor=compactor)
     await _conversation(session)

@@ -220,7 +220,7 @@ async def test_a_summarizing_strategy_runs_inside_the_agent() -> None:
 
     summarizer = ScriptedModel("## Goal\n- find the bug\n## Artifacts\n- read f1..f8", cycle=True)
     compactor = Compactor(
-        trigger=TokensExceed(4_000), strategy=Summarize(keep_last=2, summarizer=summarizer)
+        trigger=TokensExceed(4_000), strategy=Summarize(keep_last_groups=2, summarizer=summarizer)
     )
     script = Scripted()
     capability = KompaktCapability(compactor)

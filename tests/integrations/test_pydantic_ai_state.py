@@ -121,7 +121,7 @@ def _received(messages: list[ModelMessage], info: AgentInfo) -> int:
 def _check(script: Script, budget: int = BUDGET) -> None:
     for messages, info in script.requests:
         msgs = from_pydantic_ai(messages)
-        validate(msgs, "openai")
+        validate(msgs, format="openai")
         assert_valid_history(msgs)
         assert _received(messages, info) <= budget
 
@@ -254,7 +254,7 @@ async def test_the_agents_own_model_writes_the_summaries() -> None:
 
     summarizer = PydanticAIModel(TestModel(custom_output_text="## Goal\n- the bug in a/f1..f8"))
     compactor = Compactor(
-        trigger=TokensExceed(BUDGET), strategy=Summarize(keep_last=2), summarizer=summarizer
+        trigger=TokensExceed(BUDGET), strategy=Summarize(keep_last_groups=2), summarizer=summarizer
     )
     script = Script(steps=10)
     await _agent(script, KompaktCapability(compactor)).run("a: read files")

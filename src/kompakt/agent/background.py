@@ -239,8 +239,8 @@ class BackgroundCompaction:
     >>> from kompakt import Compactor, Message, MessageIndex, TokensBelow, TokensExceed
     >>> from kompakt.strategies import ExtractiveDigest
     >>> async def loop() -> list[str]:
-    ...     compactor = Compactor(TokensExceed(600), ExtractiveDigest(keep_last_groups=2),
-    ...                           TokensBelow(400))
+    ...     compactor = Compactor(TokensExceed(600), strategy=ExtractiveDigest(keep_last_groups=2),
+    ...                           target=TokensBelow(400))
     ...     background = BackgroundCompaction(compactor, prepare_at=400)
     ...     index, reasons = MessageIndex([Message.user("task")]), []
     ...     for i in range(20):

@@ -50,7 +50,7 @@ async def _compact_tighter(agent: Agent, result: RunResult, overflow: Overflow) 
     if overflow.input_tokens:  # the provider's count of what it refused wins from now on
         agent._offset = overflow.input_tokens - sent
     budget = overflow.retry_budget(sent)
-    strategy = retry_strategy(agent.compactor.strategy if agent.compactor else None, budget)
+    strategy = retry_strategy(agent.compactor.strategy if agent.compactor else None, budget=budget)
     over = f"{overflow.tokens_over:,} tokens over" if overflow.tokens_over else "over the limit"
     reason = f"{overflow.provider} context overflow ({over}): retrying within {budget:,} tokens"
     log.info("session %s: %s", agent.session, reason)

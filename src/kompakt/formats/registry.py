@@ -6,7 +6,7 @@ document, a message list). A string is never guessed to be a path, nor a path to
 >>> conv = loads('[{"role": "user", "content": "hi"}]')
 >>> conv.format, conv[0].text
 ('openai', 'hi')
->>> dump(conv, "anthropic")
+>>> dump(conv, format="anthropic")
 {'messages': [{'role': 'user', 'content': 'hi'}]}
 """
 
@@ -290,7 +290,7 @@ def dump(
     (default) only for ``jsonl`` and only the fields that differ from their defaults.
 
     >>> from kompakt.messages import Message
-    >>> dump([Message.system("be brief"), Message.user("hi")], "anthropic", provider=True)
+    >>> dump([Message.system("be brief"), Message.user("hi")], format="anthropic", provider=True)
     {'system': 'be brief', 'messages': [{'role': 'user', 'content': 'hi'}]}
     """
     conv = messages if isinstance(messages, Conversation) else None

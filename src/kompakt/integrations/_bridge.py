@@ -289,7 +289,7 @@ class Mirror:
         the view sent next."""
         from kompakt.recovery import compact_for_retry
 
-        view, event = compact_for_retry(self.view, overflow, **self._retry_options())
+        view, event = compact_for_retry(self.view, overflow=overflow, **self._retry_options())
         return self._adopt(view, event)
 
     async def atighten(self, overflow: Overflow) -> View:

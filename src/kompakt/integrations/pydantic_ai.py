@@ -477,7 +477,7 @@ class _Conversation:
         if overflow is None:
             raise error
         if self.retried:
-            raise retry_impossible(self.mirror.view, overflow) from error
+            raise retry_impossible(self.mirror.view, overflow=overflow) from error
         async with self.mirror.alock:
             self.rev = self.mirror.rev
             await self.mirror.atighten(overflow)
