@@ -71,7 +71,7 @@ def agent_history() -> list[Message]:
 def main() -> None:
     history = agent_history()
     chain = [SupersedeReads(), DropFailedTestRuns(), CollapseToolResults(keep_last_groups=2)]
-    compactor = Compactor(strategy=Budgeted(2_500, chain), tokenizer=CharEstimator())
+    compactor = Compactor(strategy=Budgeted(2_500, strategies=chain), tokenizer=CharEstimator())
     view, event = compactor.compact(history)
     print(event.summary())
     for step in event.steps:

@@ -38,8 +38,8 @@ CHEAP: dict[str, Callable[[], Any]] = {
 SUMMARIES: dict[str, Callable[[kompakt.ChatModel], Any]] = {
     "Summarize": lambda m: kompakt.Summarize(keep_last_groups=2, summarizer=m),
     "WholeHistory": lambda m: kompakt.WholeHistory(m),
-    "FromLastN": lambda m: kompakt.FromLastN(6, m),
-    "Chunked": lambda m: kompakt.Chunked(4, m),
+    "FromLastN": lambda m: kompakt.FromLastN(6, summarizer=m),
+    "Chunked": lambda m: kompakt.Chunked(4, summarizer=m),
     "FactRetrieval": lambda m: kompakt.FactRetrieval(summarizer=m, keep_last_groups=2),
     "ExtractiveDigest": lambda m: kompakt.ExtractiveDigest(keep_last_groups=2),
 }
@@ -331,8 +331,8 @@ def test_summarizer_input_is_bounded(name: str) -> None:
             keep_last_groups=2, summarizer=model, max_input_tokens=limit
         ),
         "WholeHistory": lambda: kompakt.WholeHistory(model, max_input_tokens=limit),
-        "FromLastN": lambda: kompakt.FromLastN(120, model, max_input_tokens=limit),
-        "Chunked": lambda: kompakt.Chunked(40, model, max_input_tokens=limit),
+        "FromLastN": lambda: kompakt.FromLastN(120, summarizer=model, max_input_tokens=limit),
+        "Chunked": lambda: kompakt.Chunked(40, summarizer=model, max_input_tokens=limit),
         "Facts": lambda: kompakt.FactRetrieval(
             summarizer=model, keep_last_groups=2, max_input_tokens=limit
         ),

@@ -39,7 +39,9 @@ def test_a_custom_prompt_is_what_the_model_is_asked() -> None:
     prompt = "Write three haiku about this agent's progress. Mention every file path."
     out = kompakt.apply_compaction(
         _history(),
-        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(summarizer=model, prompt=prompt)]),
+        strategy=kompakt.Budgeted(
+            4_000, strategies=[kompakt.Summarize(summarizer=model, prompt=prompt)]
+        ),
     )
     assert model.requests
     texts = _request_texts(model)
@@ -51,7 +53,8 @@ def test_a_custom_prompt_is_what_the_model_is_asked() -> None:
 def test_the_template_reaches_the_model_by_default() -> None:
     model = ScriptedModel("## Goal\n- fix")
     kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(summarizer=model)])
+        _history(),
+        strategy=kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(summarizer=model)]),
     )
     texts = _request_texts(model)
     sections = (
@@ -79,7 +82,7 @@ def test_apply_compaction_takes_a_summarizer() -> None:
     small = ScriptedModel("## Goal\n- from apply_compaction's summarizer")
     out = kompakt.apply_compaction(
         _history(),
-        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)]),
+        strategy=kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)]),
         summarizer=small,
     )
     assert small.requests
@@ -90,7 +93,9 @@ def test_a_strategys_own_summarizer_wins() -> None:
     own, shared = ScriptedModel("## Goal\n- own"), ScriptedModel("## Goal\n- shared")
     out = kompakt.apply_compaction(
         _history(),
-        kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2, summarizer=own)]),
+        strategy=kompakt.Budgeted(
+            4_000, strategies=[kompakt.Summarize(keep_last_groups=2, summarizer=own)]
+        ),
         summarizer=shared,
     )
     assert own.requests and not shared.requests
@@ -99,7 +104,8 @@ def test_a_strategys_own_summarizer_wins() -> None:
 
 def test_no_summarizer_anywhere_uses_the_digest() -> None:
     out = kompakt.apply_compaction(
-        _history(), kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)])
+        _history(),
+        strategy=kompakt.Budgeted(4_000, strategies=[kompakt.Summarize(keep_last_groups=2)]),
     )
     summary = next(m for m in out if m.synthetic == "summary")
     assert "src/0.py" in summary.text  # the extractive digest keeps paths verbatim

@@ -76,7 +76,7 @@ def test_context_fraction(index: kompakt.MessageIndex) -> None:
     assert kompakt.ContextFraction(0.8, model="gpt-4o").limit == int(128_000 * 0.8)
     # provider prefixes, dated snapshots and paths resolve to the known model
     for name in ("openai:gpt-4o-mini-2024-07-18", "anthropic:claude-sonnet-4-5", "x/gpt-4.1"):
-        assert kompakt.ContextFraction(0.5, model=name).window in CONTEXT_WINDOWS.values()
+        assert kompakt.ContextFraction(0.5, model=name).context_window in CONTEXT_WINDOWS.values()
     assert context_window("gpt-4o-mini") == 128_000  # the longest prefix, not "gpt-4"
     with pytest.raises(kompakt.ConfigError, match="window="):
         kompakt.ContextFraction(0.5, model="my-private-model")

@@ -195,7 +195,7 @@ def test_a_clamped_anthropic_error_result_stays_an_error() -> None:
 def test_a_tokenizer_that_is_not_one_is_a_config_error(tokenizer: Any) -> None:
     """Was: AttributeError: 'str' object has no attribute 'count_message'."""
     with pytest.raises(ConfigError, match="`tokenizer` must be a Tokenizer"):
-        apply_compaction([Message.user("hi")], Budgeted(100), tokenizer=tokenizer)
+        apply_compaction([Message.user("hi")], strategy=Budgeted(100), tokenizer=tokenizer)
 
 
 def test_budgeted_without_a_budget_is_a_config_error() -> None:
@@ -207,7 +207,7 @@ def test_budgeted_without_a_budget_is_a_config_error() -> None:
 @pytest.mark.parametrize("window", [0, -5, 1.5, "100"])
 def test_a_context_fraction_window_must_be_a_positive_int(window: Any) -> None:
     """Was: accepted; window=0 or -5 fired on every check, "100" a TypeError."""
-    with pytest.raises(ConfigError, match="`window` must be an int"):
+    with pytest.raises(ConfigError, match="`context_window` must be an int"):
         ContextFraction(0.5, context_window=window)
 
 
@@ -254,7 +254,7 @@ def test_compact_reads_a_byte_order_mark_on_stdin(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["compact", "replay"])
-@pytest.mark.parametrize("extra", [["--budget", "100"], ["--strategy", "clamp"]])
+@pytest.mark.parametrize("extra", [["--budget", "100"], ["--strategy", "clamp_oversized"]])
 def test_config_refuses_options_it_would_ignore(
     tmp_path: Path, command: str, extra: list[str]
 ) -> None:

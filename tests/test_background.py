@@ -315,7 +315,9 @@ def test_a_preparation_that_raises_is_compacted_in_the_foreground_and_recorded()
         raise RuntimeError("strategy bug")
 
     async def main() -> tuple[BackgroundCompaction, list[object]]:
-        compactor = Compactor(TokensExceed(300), Summarize(keep_last_groups=1), TokensBelow(200))
+        compactor = Compactor(
+            TokensExceed(300), strategy=Summarize(keep_last_groups=1), target=TokensBelow(200)
+        )
         background = BackgroundCompaction(compactor, prepare_at=200)
         index = MessageIndex([Message.user("task")])
         events = []
@@ -381,7 +383,9 @@ def test_cancel_stops_an_unfinished_preparation() -> None:
     async def main() -> tuple[BackgroundCompaction, ScriptedModel, bool]:
         summ = slow_summarizer(delay=5.0)
         compactor = Compactor(
-            TokensExceed(300), Summarize(keep_last_groups=1, summarizer=summ), TokensBelow(200)
+            TokensExceed(300),
+            strategy=Summarize(keep_last_groups=1, summarizer=summ),
+            target=TokensBelow(200),
         )
         background = BackgroundCompaction(compactor, prepare_at=0)
         view = View(MessageIndex([Message.user("task " + "word " * 80), Message.user("next")]))
@@ -415,7 +419,9 @@ def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
     async def main() -> tuple[list[float], list[object], ScriptedModel]:
         summ = slow_summarizer()
         compactor = Compactor(
-            TokensExceed(3000), Summarize(keep_last_groups=3, summarizer=summ), TokensBelow(2000)
+            TokensExceed(3000),
+            strategy=Summarize(keep_last_groups=3, summarizer=summ),
+            target=TokensBelow(2000),
         )
         background = BackgroundCompaction(compactor)
         index = MessageIndex([Message.user("read the logs")])

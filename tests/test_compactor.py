@@ -61,7 +61,7 @@ def history(turns: int, size: int = 2_000) -> MessageIndex:
 
 def test_hysteresis_and_persistent_view() -> None:
     idx = history(20)
-    c = Compactor(TokensExceed(8_000), Truncation(), TokensBelow(5_000))
+    c = Compactor(TokensExceed(8_000), strategy=Truncation(), target=TokensBelow(5_000))
     assert c.check(idx)
     view, event = c.compact(idx)
     assert view is c.view and view.total_tokens <= 5_000 and not c.check(idx)
@@ -82,7 +82,9 @@ def test_hysteresis_and_persistent_view() -> None:
 
 def test_compact_is_a_noop_when_quiet_unless_forced() -> None:
     idx = history(2)
-    c = Compactor(TokensExceed(10**9), Truncation(min_preserved=1), TokensBelow(500))
+    c = Compactor(
+        TokensExceed(10**9), strategy=Truncation(min_preserved=1), target=TokensBelow(500)
+    )
     _, event = c.compact(idx)
     assert not event.changed and "did not fire" in event.reason
     assert event.summary().startswith("no compaction")
@@ -123,7 +125,7 @@ class AsyncDrop(BaseStrategy):
 
 def test_compact_async_counts_model_calls() -> None:
     idx = history(10)
-    c = Compactor(TokensExceed(5_000), AsyncDrop())
+    c = Compactor(TokensExceed(5_000), strategy=AsyncDrop())
     view, event = asyncio.run(c.compact_async(idx))
     assert view.total_tokens <= 5_000
     assert event.model_calls > 0 and event.model_input_tokens == 10 * event.model_calls
@@ -132,7 +134,7 @@ def test_compact_async_counts_model_calls() -> None:
 
 def test_check_and_append_are_constant_time() -> None:
     idx = history(2_500, size=200)  # 10k messages
-    c = Compactor(TokensExceed(10**9), Truncation())
+    c = Compactor(TokensExceed(10**9), strategy=Truncation())
     c.check(idx)
     times = []
     for i in range(200):
@@ -285,7 +287,7 @@ def test_messages_in_messages_out_and_processor() -> None:
 
 def test_async_apply_compaction() -> None:
     out = asyncio.run(
-        apply_compaction_async(openai_dicts(), Budgeted(1_500, strategies=[AsyncDrop()]))
+        apply_compaction_async(openai_dicts(), strategy=Budgeted(1_500, strategies=[AsyncDrop()]))
     )
     assert isinstance(out[0], dict)
 
@@ -332,7 +334,7 @@ def test_budgeted_with_a_summarizing_strategy_sync_and_async() -> None:
 
 def test_agent_loop_compacts_rarely_and_stays_valid() -> None:
     idx = MessageIndex([Message.system("sys")], tokenizer=CharEstimator())
-    c = Compactor(TokensExceed(20_000), Budgeted(12_000))
+    c = Compactor(TokensExceed(20_000), strategy=Budgeted(12_000))
     events = []
     for i in range(300):
         idx.extend(turn(i, size=600))
@@ -363,7 +365,7 @@ def test_each_compaction_of_a_growing_history_touches_only_what_is_new(
             if strategy == "collapse"
             else Budgeted(limit)
         )
-        return Compactor(TokensExceed(limit), made, target=TokensBelow(limit - 300))
+        return Compactor(TokensExceed(limit), strategy=made, target=TokensBelow(limit - 300))
 
     idx = history(1_500, size=400)
     c = make()

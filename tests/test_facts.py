@@ -60,7 +60,7 @@ def facts_message(view: View) -> Message:
 async def test_one_focused_question_per_concept_with_a_schema() -> None:
     view = View(MessageIndex([Message.system("agent"), *history(0, 4)]))
     model = answer_by_concept({"agent-goal": ["fix f0"], "files": ["src/f0.py"]})
-    step = await run(FactRetrieval([GOAL, FILES], model, keep_last_groups=2), view)
+    step = await run(FactRetrieval([GOAL, FILES], summarizer=model, keep_last_groups=2), view)
     assert model.calls == 2 and step.model_calls == 2
     assert sorted(concept_of(r) for r in model.requests) == ["agent-goal", "files"]
     for request in model.requests:
@@ -80,7 +80,7 @@ async def test_eight_concepts_are_asked_concurrently() -> None:
     view = View(MessageIndex(history(0, 6)))
     model = ScriptedModel('{"facts": ["x"]}', delay=0.2)
     t0 = time.perf_counter()
-    await run(FactRetrieval(CODING_AGENT_CONCEPTS, model, keep_last_groups=2), view)
+    await run(FactRetrieval(CODING_AGENT_CONCEPTS, summarizer=model, keep_last_groups=2), view)
     elapsed = time.perf_counter() - t0
     assert model.calls == 8 and model.max_concurrent == 8
     assert elapsed < 1.0  # one after another would take 1.6 s
@@ -101,7 +101,7 @@ async def test_second_compaction_asks_only_about_the_new_span_and_merges() -> No
         return json.dumps({"facts": current[concept_of(req)]})
 
     model = ScriptedModel(answer)
-    strategy = FactRetrieval([GOAL, FILES], model, keep_last_groups=1)
+    strategy = FactRetrieval([GOAL, FILES], summarizer=model, keep_last_groups=1)
     current.update(next(rounds))
     await run(strategy, view)
     first_calls = model.calls
@@ -129,7 +129,7 @@ async def test_second_compaction_asks_only_about_the_new_span_and_merges() -> No
 async def test_bad_json_gets_one_repair_retry() -> None:
     view = View(MessageIndex(history(0, 4)))
     model = ScriptedModel(["Sure! The goal is X", '```json\n{"facts": ["X"]}\n```'])
-    step = await run(FactRetrieval([GOAL], model, keep_last_groups=2), view)
+    step = await run(FactRetrieval([GOAL], summarizer=model, keep_last_groups=2), view)
     assert model.calls == 2 and step.fallback is None
     repair = model.requests[1]
     assert repair[-2].role == "assistant" and repair[-2].text == "Sure! The goal is X"
@@ -144,7 +144,7 @@ async def test_non_json_twice_falls_back_to_a_digest_and_keeps_others() -> None:
         return '{"facts": ["src/f0.py"]}' if "files" in req[-1].text.split("Question")[-1] else "no"
 
     model = ScriptedModel(answer)
-    step = await run(FactRetrieval([GOAL, FILES], model, keep_last_groups=2), view)
+    step = await run(FactRetrieval([GOAL, FILES], summarizer=model, keep_last_groups=2), view)
     assert step.fallback is not None and "agent-goal" in step.fallback
     text = facts_message(view).text
     assert "## files\n- src/f0.py" in text
@@ -161,10 +161,10 @@ async def test_faults_never_become_facts(fault: object) -> None:
     view = View(MessageIndex(history(0, 4)))
     if fault == "hang":
         model = ScriptedModel('{"facts": ["late"]}', delay=5.0)
-        strategy = FactRetrieval([GOAL], model, keep_last_groups=2, timeout=0.1)
+        strategy = FactRetrieval([GOAL], summarizer=model, keep_last_groups=2, timeout=0.1)
     else:
         model = ScriptedModel(fault)  # type: ignore[arg-type]
-        strategy = FactRetrieval([GOAL], model, keep_last_groups=2)
+        strategy = FactRetrieval([GOAL], summarizer=model, keep_last_groups=2)
     t0 = time.perf_counter()
     step = await run(strategy, view)
     assert time.perf_counter() - t0 < 2.0
@@ -176,7 +176,10 @@ async def test_faults_never_become_facts(fault: object) -> None:
 async def test_facts_survive_later_strategies() -> None:
     idx = MessageIndex(history(0, 4))
     view = View(idx)
-    await run(FactRetrieval([GOAL], ScriptedModel('{"facts": ["g"]}'), keep_last_groups=2), view)
+    await run(
+        FactRetrieval([GOAL], summarizer=ScriptedModel('{"facts": ["g"]}'), keep_last_groups=2),
+        view,
+    )
     idx.extend(history(4, 8))
     await run_strategy(Truncation(), view, CompactionContext(view, target=kompakt.Never()))
     assert facts_message(view).memory
@@ -213,7 +216,8 @@ async def test_facts_keep_the_budget() -> None:
     msgs = history(0, 12)
     long_facts = json.dumps({"facts": [f"fact {i}: " + "detail " * 30 for i in range(10)]})
     strategy = kompakt.Budgeted(
-        1_500, [FactRetrieval(CODING_AGENT_CONCEPTS, ScriptedModel(long_facts))]
+        1_500,
+        strategies=[FactRetrieval(CODING_AGENT_CONCEPTS, summarizer=ScriptedModel(long_facts))],
     )
     out = await kompakt.apply_compaction_async(msgs, strategy=strategy)
     assert MessageIndex(out).total_tokens <= 1_500
@@ -223,7 +227,10 @@ async def test_facts_keep_the_budget() -> None:
 async def test_every_failed_concept_is_recorded() -> None:
     view = View(MessageIndex(history(0, 4)))
     step = await run(
-        FactRetrieval([GOAL, FILES], ScriptedModel(ValueError("nope")), keep_last_groups=2), view
+        FactRetrieval(
+            [GOAL, FILES], summarizer=ScriptedModel(ValueError("nope")), keep_last_groups=2
+        ),
+        view,
     )
     assert step.fallback is not None
     assert "agent-goal: " in step.fallback and "files: " in step.fallback

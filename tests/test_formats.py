@@ -173,7 +173,7 @@ def test_openai_round_trip_is_exact() -> None:
     assert conv.format == "openai"
     assert dump(conv) == OPENAI_DOC
     assert doc == OPENAI_DOC  # the input was not touched
-    assert dump(loads(dump(conv, format="jsonl")), "openai") == OPENAI_DOC
+    assert dump(loads(dump(conv, format="jsonl")), format="openai") == OPENAI_DOC
 
 
 def test_openai_model_view() -> None:
@@ -705,7 +705,7 @@ def test_random_openai_documents_round_trip(items: tuple[dict[str, Any], ...]) -
     doc = list(items)
     conv = loads(copy.deepcopy(doc), format="openai")
     assert dump(conv) == doc
-    assert dump(loads(dump(conv, format="jsonl"), format="jsonl"), "openai") == doc
+    assert dump(loads(dump(conv, format="jsonl"), format="jsonl"), format="openai") == doc
     native = [message_from_dict(json.loads(json.dumps(message_to_dict(m)))) for m in conv]
     assert dump(native, format="openai") == doc
 

@@ -152,7 +152,7 @@ def test_budgeted_custom_chains(
             Summarize(keep_last_groups=2, summarizer=ScriptedModel(SUMMARY)),
         ],
     }[chain]
-    check_budgeted(conv, budget, Budgeted(budget, strategies, early_stop=early_stop))
+    check_budgeted(conv, budget, Budgeted(budget, strategies=strategies, early_stop=early_stop))
 
 
 def _transcripts() -> list[Path]:
@@ -202,7 +202,7 @@ def test_persistent_compactor_over_a_growing_history(
 
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     budget = max(50, int(total * fraction))
-    compactor = Compactor(TokensExceed(budget), Budgeted(budget * 2 // 3, strict=False))
+    compactor = Compactor(TokensExceed(budget), strategy=Budgeted(budget * 2 // 3, strict=False))
     index = MessageIndex(tokenizer=CharEstimator())
     pos = 0
     for cut in [*cuts, len(conv)]:

@@ -154,7 +154,7 @@ def test_persistent_compactor_over_growing_responses_items(
     conv = list(loads(items, format="responses"))
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     budget = max(50, int(total * fraction))
-    compactor = Compactor(TokensExceed(budget), Budgeted(budget * 2 // 3, strict=False))
+    compactor = Compactor(TokensExceed(budget), strategy=Budgeted(budget * 2 // 3, strict=False))
     index = MessageIndex(tokenizer=CharEstimator())
     pos = 0
     for cut in [*cuts, len(conv)]:

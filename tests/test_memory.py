@@ -171,7 +171,7 @@ def test_a_note_passed_back_as_plain_dicts_is_still_merged() -> None:
     first = kompakt.apply_compaction(msgs, strategy=Budgeted(budget))
     plain = kompakt.loads(kompakt.to_dicts(first, format="openai", provider=True))
     more = [*plain, *(Message.user(q) for q, _ in SMALL_TALK), Message.user("next?")]
-    again = kompakt.apply_compaction(list(more), Budgeted(budget))
+    again = kompakt.apply_compaction(list(more), strategy=Budgeted(budget))
     text = sent_text(again)
     assert all(r in text for r in rules)
     assert text.count(f"## {SECTIONS['instructions']}") == 1

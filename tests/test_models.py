@@ -67,11 +67,13 @@ def test_transient_errors() -> None:
 def test_scripted_records_every_request_with_tools_and_format() -> None:
     model = ScriptedModel(["one", "two"])
     tool = ToolSpec("recall", "fetch an original", {"type": "object"})
-    model.chat_sync([Message.user("a")], tools=[tool], response_format=SCHEMA, max_tokens=7)
+    model.chat_sync([Message.user("a")], tools=[tool], response_format=SCHEMA, max_output_tokens=7)
     model.chat_sync([Message.system("s"), Message.user("b")])
     first, second = model.requests
     assert [m.text for m in first] == ["a"]
-    assert first.tools == [tool] and first.response_format == SCHEMA and first.max_tokens == 7
+    assert (
+        first.tools == [tool] and first.response_format == SCHEMA and first.max_output_tokens == 7
+    )
     assert [m.role for m in second] == ["system", "user"] and second.tools == []
     assert model.calls == 2 and model.input_tokens == first.input_tokens + second.input_tokens
 
@@ -199,7 +201,7 @@ def test_openai_adapter_sends_tools_schema_and_reads_usage() -> None:
         [Message.system("s"), Message.user("hi")],
         tools=[tool],
         response_format=SCHEMA,
-        max_tokens=50,
+        max_output_tokens=50,
     )
     body = seen[0]
     assert body["model"] == "qwen3" and body["max_tokens"] == 50
@@ -218,7 +220,7 @@ def test_openai_itself_gets_max_completion_tokens(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     client, seen = _transport(lambda body, n: (200, _openai_reply("ok")))
     model = OpenAIModel("gpt-4.1-mini", api_key="sk-x", http_client=client)
-    model.chat_sync([Message.user("q")], max_tokens=9)
+    model.chat_sync([Message.user("q")], max_output_tokens=9)
     assert seen[0]["max_completion_tokens"] == 9 and "max_tokens" not in seen[0]
 
 

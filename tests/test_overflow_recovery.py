@@ -185,7 +185,7 @@ def test_compact_for_retry_returns_the_same_format_within_the_retry_budget() -> 
     overflow = parse_overflow(ANTHROPIC)
     assert overflow is not None
     before = View(MessageIndex(kompakt.loads(sent), tokenizer=CharEstimator())).total_tokens
-    smaller, event = compact_for_retry(sent, overflow)
+    smaller, event = compact_for_retry(sent, overflow=overflow)
     assert isinstance(smaller[0], dict) and smaller[0]["role"] == "system"
     assert event.overflow is overflow and event.tokens_before == before
     assert event.tokens_after <= overflow.retry_budget(before) < before
@@ -197,7 +197,7 @@ def test_compact_for_retry_steps_20_percent_when_the_error_gives_no_numbers() ->
     overflow = parse_overflow(OPENAI_RESPONSES)
     assert overflow is not None and overflow.limit is None
     index = MessageIndex(kompakt.loads(openai_dicts()))
-    smaller, event = compact_for_retry(index, overflow)
+    smaller, event = compact_for_retry(index, overflow=overflow)
     assert all(isinstance(m, Message) for m in smaller)
     assert event.tokens_after <= int(event.tokens_before * 0.8)
 
@@ -205,7 +205,9 @@ def test_compact_for_retry_steps_20_percent_when_the_error_gives_no_numbers() ->
 def test_compact_for_retry_on_a_view_keeps_the_views_edits() -> None:
     index = MessageIndex(kompakt.loads(openai_dicts()))
     view = View(index)
-    smaller, event = compact_for_retry(view, Overflow("openai", "x"), strategy="truncation")
+    smaller, event = compact_for_retry(
+        view, overflow=Overflow("openai", "x"), strategy="truncation"
+    )
     assert isinstance(smaller, View) and smaller is not view
     assert view.total_tokens == event.tokens_before  # the given view is untouched
 
@@ -213,7 +215,7 @@ def test_compact_for_retry_on_a_view_keeps_the_views_edits() -> None:
 def test_compact_for_retry_raises_budget_impossible_when_the_core_cannot_fit() -> None:
     sent = [Message.system("s" * 4000), Message.user("go on")]
     with pytest.raises(BudgetImpossible) as info:
-        compact_for_retry(sent, Overflow("anthropic", "x", limit=100, requested=200))
+        compact_for_retry(sent, overflow=Overflow("anthropic", "x", limit=100, requested=200))
     assert info.value.breakdown["system"] > info.value.budget
 
 

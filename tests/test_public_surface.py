@@ -138,7 +138,7 @@ def test_issue3_apply_compaction_openai_dicts_in_and_out(run_dir: Path) -> None:
 def test_issue3_budgeted_with_a_custom_chain(run_dir: Path) -> None:
     msgs = kompakt.load("run.traj.json")
     chain = [kompakt.SupersedeReads(), kompakt.CollapseToolResults(keep_last_groups=1)]
-    out = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(6_000, chain))
+    out = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(6_000, strategies=chain))
     assert out.format == "mini-swe-agent"  # a Conversation in, a Conversation out
     kompakt.validate(out, format="anthropic")
     assert _tokens(out) <= 6_000
@@ -240,12 +240,12 @@ def test_issue4_surface(run_dir: Path) -> None:
     "make",
     [
         lambda m: kompakt.WholeHistory(m),
-        lambda m: kompakt.FromLastN(10, m),
-        lambda m: kompakt.Chunked(10, m),
+        lambda m: kompakt.FromLastN(10, summarizer=m),
+        lambda m: kompakt.Chunked(10, summarizer=m),
         lambda m: kompakt.ExtractiveDigest(),
         lambda m: kompakt.FactRetrieval(
             [kompakt.Concept("files", "Which files were edited?", kompakt.FactType.MULTIPLE)],
-            model=m,
+            summarizer=m,
         ),
     ],
     ids=["WholeHistory", "FromLastN", "Chunked", "ExtractiveDigest", "FactRetrieval"],

@@ -63,7 +63,7 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
     budget = max(6_000, index.total_tokens // 4)
     compactor = Compactor(
         trigger=TokensExceed(budget),
-        strategy=Budgeted(budget // 2, [ExtractiveDigest(keep_last_groups=4)]),
+        strategy=Budgeted(budget // 2, strategies=[ExtractiveDigest(keep_last_groups=4)]),
         target=TokensBelow(budget),
         rehydrate=Rehydrate(files=3, max_file_tokens=600),
     )

@@ -49,7 +49,9 @@ class Diffing:
         return view, event
 
 
-@pytest.mark.parametrize("strategy", ["budgeted", "digest", "collapse", "truncation"])
+@pytest.mark.parametrize(
+    "strategy", ["budgeted", "extractive_digest", "collapse_tool_results", "truncation"]
+)
 def test_replay_events_match_a_diff_of_every_group(strategy: str) -> None:
     path = next(p for p in TRANSCRIPTS if "django__django-11797" in p.name)
     messages = list(kompakt.load(path))

@@ -214,7 +214,7 @@ async def test_from_last_n_summarizes_the_tail_and_drops_the_rest() -> None:
     idx = MessageIndex(msgs)
     view = View(idx)
     model = ScriptedModel("tail summary")
-    step = await run(FromLastN(4, model, keep_last_groups=2), view)
+    step = await run(FromLastN(4, summarizer=model, keep_last_groups=2), view)
     body = model.requests[0][1].text
     assert "request 0:" not in body and "answer 2:" in body
     assert step.groups_dropped > 0 and view.dropped_ids()
@@ -226,7 +226,7 @@ async def test_chunks_are_summarized_concurrently_and_never_split_a_call() -> No
     view = View(idx)
     model = ScriptedModel("chunk summary", delay=0.2)
     t0 = time.perf_counter()
-    step = await run(Chunked(4, model, keep_last_groups=2), view)
+    step = await run(Chunked(4, summarizer=model, keep_last_groups=2), view)
     elapsed = time.perf_counter() - t0
     assert model.calls >= 4 and model.max_concurrent == model.calls
     assert elapsed < 0.2 * model.calls * 0.6
@@ -431,7 +431,9 @@ def test_bad_options() -> None:
 def test_invariants_hold_for_any_shape(turns: int, keep: int, budget: int) -> None:
     msgs = conversation(turns, size=20)
     strategy = Budgeted(
-        budget, [Summarize(keep_last_groups=keep, summarizer=ScriptedModel(SUMMARY))], strict=False
+        budget,
+        strategies=[Summarize(keep_last_groups=keep, summarizer=ScriptedModel(SUMMARY))],
+        strict=False,
     )
     out = kompakt.apply_compaction(msgs, strategy=strategy)
     assert out[0] == msgs[0]
@@ -446,7 +448,7 @@ def test_concurrent_chunk_gather_is_a_real_gather() -> None:
         view = View(MessageIndex(conversation(8)))
         model = ScriptedModel("s", delay=0.1)
         t0 = time.perf_counter()
-        await run(Chunked(2, model, keep_last_groups=0), view)
+        await run(Chunked(2, summarizer=model, keep_last_groups=0), view)
         return (time.perf_counter() - t0) / max(1, model.calls)
 
     assert asyncio.run(main()) < 0.07

@@ -18,7 +18,7 @@ True
 
 For a list of messages in any format, `apply_compaction` returns the same format:
 
->>> out = apply_compaction([{"role": "user", "content": "hi"}], Truncation())
+>>> out = apply_compaction([{"role": "user", "content": "hi"}], strategy=Truncation())
 >>> out
 [{'role': 'user', 'content': 'hi'}]
 """

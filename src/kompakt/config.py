@@ -105,12 +105,15 @@ _EXCEED = {
 
 
 def _snake(name: str) -> str:
+    """``CollapseToolResults``, ``collapse-tool-results`` and ``Collapse-Tool-Results`` alike
+    become ``collapse_tool_results``."""
+    name = name.strip().replace("-", "_")
     out = []
-    for i, ch in enumerate(name.strip()):
-        if ch.isupper() and i and not name[i - 1].isupper():
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and name[i - 1] != "_" and not name[i - 1].isupper():
             out.append("_")
         out.append(ch.lower())
-    return "".join(out).replace("-", "_")
+    return "".join(out)
 
 
 def strategy_name(name: str, *, stacklevel: int = 2) -> str:

@@ -11,7 +11,7 @@ adapter use it (``recover_from_overflow=True``).
 >>> from kompakt import Message, Overflow
 >>> sent = [Message.system("be brief")] + [Message.user(f"q{i} " + "x" * 400) for i in range(20)]
 >>> overflow = Overflow("anthropic", "prompt is too long", limit=1_000, requested=2_000)
->>> smaller, event = compact_for_retry(sent, overflow)
+>>> smaller, event = compact_for_retry(sent, overflow=overflow)
 >>> event.tokens_after <= overflow.retry_budget(event.tokens_before), event.overflow is overflow
 (True, True)
 """

@@ -146,15 +146,15 @@ def test_batch_eval_mode_and_subprocess(tmp_path: Path) -> None:
         "--budget",
         "0.5,0.2",
         "--strategies",
-        "truncation,digest",
+        "truncation,extractive_digest",
     )
     assert r.code == 0, r.stderr
     data = json.loads((out / (SMALL.name + ".eval.json")).read_text())
     assert [(x["strategy"], x["budget"]) for x in data["rows"]] == [
         ("truncation", "50%"),
-        ("digest", "50%"),
+        ("extractive_digest", "50%"),
         ("truncation", "20%"),
-        ("digest", "20%"),
+        ("extractive_digest", "20%"),
     ]
     assert "seconds" not in data["rows"][0]  # outputs are reproducible, so no wall time
 

@@ -71,7 +71,7 @@ def test_replay_rich_output_and_config(tmp_path: Path) -> None:
 
 
 def test_replay_with_the_digest_and_a_fraction_budget() -> None:
-    r = invoke("replay", str(SMALL), "--budget", "0.3", "--strategy", "digest", "--json")
+    r = invoke("replay", str(SMALL), "--budget", "0.3", "--strategy", "extractive_digest", "--json")
     assert r.code == 0, r.stderr
     data = r.json()
     assert data["budget"] == int(MessageIndex(kompakt.load(SMALL)).total_tokens * 0.3)
@@ -225,7 +225,7 @@ def test_eval_compares_the_four_strategies_at_three_budgets(tmp_path: Path) -> N
     report = tmp_path / "eval.html"
     r = run("eval", *files, "--budget", "0.5,0.2,0.1", "--report", str(report))
     assert r.code == 0, r.stderr
-    for name in ("truncation", "collapse", "budgeted", "digest", "50%", "20%", "10%"):
+    for name in ("truncation", "collapse_tool_results", "budgeted", "extractive_digest", "50%"):
         assert name in r.stdout
     assert "value" in r.stdout and "command" in r.stdout
     html = report.read_text()
@@ -238,14 +238,14 @@ def test_eval_on_the_ten_mini_swe_agent_runs(tmp_path: Path) -> None:
     table = run("eval", *files, "--budget", "0.5,0.2,0.1")
     assert table.code == 0, table.stderr
     lines = table.stdout.splitlines()
-    for name in ("truncation", "collapse", "budgeted", "digest"):
+    for name in ("truncation", "collapse_tool_results", "budgeted", "extractive_digest"):
         for budget in ("50%", "20%", "10%"):
             assert any(name in line and f" {budget} " in line for line in lines), (name, budget)
     data = invoke("eval", *files, "--budget", "0.5,0.2,0.1", "--json").json()
     assert len(data["cells"]) == 10 * 4 * 3 and len(data["rows"]) == 4 * 3
     rows = {(x["strategy"], x["budget"]): x for x in data["rows"]}
     for budget in ("50%", "20%"):  # what the digest is for: planted facts outlive truncation
-        digest, cut = rows[("digest", budget)], rows[("truncation", budget)]
+        digest, cut = rows[("extractive_digest", budget)], rows[("truncation", budget)]
         assert digest["needle_rate"] > cut["needle_rate"], budget
 
 

@@ -28,7 +28,9 @@ def _tokens(path: Path) -> int:
 # -- 1. every strategy stops at the budget, or says it could not ---------------------
 
 
-@pytest.mark.parametrize("strategy", ["truncation", "collapse", "clamp", "window"])
+@pytest.mark.parametrize(
+    "strategy", ["truncation", "collapse_tool_results", "clamp_oversized", "sliding_window"]
+)
 def test_compact_holds_the_budget_or_warns(strategy: str, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     r = invoke("compact", str(SMALL), "--strategy", strategy, "--budget", "0.5", "-o", str(out))
@@ -42,16 +44,16 @@ def test_compact_holds_the_budget_or_warns(strategy: str, tmp_path: Path) -> Non
         assert len(warnings) == 1, r.stderr
         assert f"{after:,}" in warnings[0] and f"{budget:,}" in warnings[0]
         assert "--strategy budgeted" in warnings[0]
-    if strategy in ("truncation", "window"):  # removes only what the budget needs
+    if strategy in ("truncation", "sliding_window"):  # removes only what the budget needs
         assert 0.9 * budget <= after <= budget, (after, budget)
 
 
 def test_compact_clamp_alone_cannot_reach_half_and_says_so(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    r = invoke("compact", str(SMALL), "-s", "clamp", "-b", "0.5", "-o", str(out))
+    r = invoke("compact", str(SMALL), "-s", "clamp_oversized", "-b", "0.5", "-o", str(out))
     assert r.code == 0
     assert _tokens(out) > _tokens(SMALL) // 2  # clamping alone cannot halve this run
-    assert "warning: clamp reached" in r.stderr
+    assert "warning: clamp_oversized reached" in r.stderr
 
 
 def test_compact_within_budget_leaves_the_run_alone(tmp_path: Path) -> None:

@@ -73,8 +73,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ("inspect", "run.json"),
         ("replay", "run.json", "--budget", "0.3"),
-        ("replay", "run.json", "--budget", "0.3", "--strategy", "digest"),
-        ("eval", "run.json", "--budget", "0.3", "--strategies", "truncation,collapse"),
+        ("replay", "run.json", "--budget", "0.3", "--strategy", "extractive_digest"),
+        ("eval", "run.json", "--budget", "0.3", "--strategies", "truncation,collapse_tool_results"),
         ("compact", "run.json", "--budget", "0.3"),
     ],
     ids=lambda a: "-".join(a[:1] + a[-1:]),

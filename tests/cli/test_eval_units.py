@@ -86,7 +86,7 @@ def test_replay_every_named_strategy_keeps_the_conversation_valid(
     assert result.events and result.steps[-1].tokens_sent < result.steps[-1].tokens_full
     for e in result.events:
         assert e.tokens_after <= e.tokens_before
-    if name in ("budgeted", "digest", "truncation"):  # these always reach their target
+    if name in ("budgeted", "extractive_digest", "truncation"):  # these always reach their target
         assert result.peak_tokens_sent <= 5000
     json.dumps(result.to_dict())  # what --json prints
 
@@ -225,15 +225,15 @@ def test_recall_through_a_real_store(run: list[Message]) -> None:
     assert lost > 0 and sum(a.recoverable for a in result.artifacts) == lost
 
 
-def test_strategy_names_short_and_library() -> None:
+def test_strategy_names_are_the_registry_names_in_any_spelling() -> None:
     from kompakt.eval.compactors import make_strategy
-    from kompakt.strategies import Budgeted, CollapseToolResults, ExtractiveDigest
+    from kompakt.strategies import Budgeted, CollapseToolResults, ExtractiveDigest, WholeHistory
 
-    assert isinstance(make_strategy("collapse", 1000), CollapseToolResults)
     assert isinstance(make_strategy("collapse_tool_results", 1000), CollapseToolResults)
-    assert isinstance(make_strategy("Extractive-Digest", 1000), ExtractiveDigest)
-    digest = make_strategy("digest", 1000)
-    assert isinstance(digest, Budgeted)
+    assert isinstance(make_strategy("CollapseToolResults", 1000), CollapseToolResults)
+    assert isinstance(make_strategy("whole-history", 1000), WholeHistory)
+    digest = make_strategy("Extractive-Digest", 1000)  # held to the budget
+    assert isinstance(digest, Budgeted) and isinstance(digest.strategies[0], ExtractiveDigest)
     with pytest.raises(ConfigError, match=r"unknown strategy 'nope'.*collapse_tool_results"):
         make_strategy("nope", 1000)
     with pytest.raises(ConfigError, match="--model"):

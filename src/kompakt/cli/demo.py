@@ -41,7 +41,7 @@ def demo_command(
     ] = "0.35",
     strategy: Annotated[
         str, typer.Option("--strategy", "-s", help="Any strategy replay takes.")
-    ] = "digest",
+    ] = "extractive_digest",
 ) -> None:
     """Replay a recorded agent run shipped with kompakt, offline, and write an HTML report.
 
