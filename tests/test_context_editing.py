@@ -140,7 +140,7 @@ def test_an_edited_history_loads_validates_and_round_trips() -> None:
     conv = kompakt.loads(copy.deepcopy(doc))
     assert conv.format == "anthropic"
     assert conv.envelope is not None and conv.envelope["context_management"] == EDITS
-    assert find_problems(conv, "anthropic") == [] and find_problems(conv) == []
+    assert find_problems(conv, format="anthropic") == [] and find_problems(conv) == []
     assert kompakt.dump(conv) == doc
     # every cleared step is still a call with its result, in one group
     index = MessageIndex(conv, tokenizer=CharEstimator())
@@ -163,9 +163,9 @@ def test_a_reply_that_reports_applied_edits_loads_and_is_sent_back_plain() -> No
     doc["messages"].append(copy.deepcopy(REPLY))
     doc["messages"].append({"role": "user", "content": "Thanks. One more case:"})
     conv = kompakt.loads(copy.deepcopy(doc))
-    assert find_problems(conv, "anthropic") == []
+    assert find_problems(conv, format="anthropic") == []
     assert kompakt.dump(conv) == doc
-    sent = kompakt.dump(conv, "anthropic", provider=True)["messages"]
+    sent = kompakt.dump(conv, format="anthropic", provider=True)["messages"]
     assert {"role": "assistant", "content": REPLY["content"]} in sent  # no id, usage, edits
 
 
@@ -174,16 +174,19 @@ def test_every_strategy_keeps_an_edited_history_valid(name: str) -> None:
     conv = kompakt.loads(request())
     view, out = run(STRATEGIES[name](MessageIndex(conv).total_tokens), list(conv))
     check_view(view, validity(list(conv)))
-    assert find_problems(out, "anthropic") == []
+    assert find_problems(out, format="anthropic") == []
 
 
 def test_collapsing_old_results_goes_out_with_the_requests_context_management() -> None:
     doc = request(cleared=0, kept=7)
     out = kompakt.apply_compaction(
-        doc, CollapseToolResults(keep_last=3, exclude_tools=["web_search"], min_preserved=0)
+        doc,
+        strategy=CollapseToolResults(
+            keep_last_groups=3, exclude_tools=["web_search"], min_preserved=0
+        ),
     )
     assert out["context_management"] == EDITS and out["tools"] == doc["tools"]
-    assert find_problems(kompakt.loads(out), "anthropic") == []
+    assert find_problems(kompakt.loads(out), format="anthropic") == []
     results = [
         b["tool_use_id"]
         for m in out["messages"]

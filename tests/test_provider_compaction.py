@@ -257,7 +257,7 @@ def test_an_anthropic_reply_that_compacted_is_counted_from_its_iterations() -> N
     index = MessageIndex(conv, tokenizer=CharEstimator())
     assert index.message_tokens[1] == 3500 + 1000
     assert dump(conv) == doc
-    sent = dump(conv, "anthropic", provider=True)["messages"][1]
+    sent = dump(conv, format="anthropic", provider=True)["messages"][1]
     assert "usage" not in sent and sent["content"] == COMPACTED_REPLY["content"]
 
 

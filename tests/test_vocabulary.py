@@ -545,6 +545,8 @@ TWO_INPUTS = {
     "kompakt.models.base.assistant_response",  # (text, usage): the two halves of a response
     "kompakt.models.base.estimate_usage",  # (messages, answer): what was asked, what came back
     "kompakt.agent.tools.execute_calls",  # (calls, tools): the calls and what answers them
+    "kompakt.recovery.send_recovering",  # (send, tighten): the call and how to shrink it
+    "kompakt.recovery.send_recovering_sync",
 }
 """Functions whose second parameter is an input as essential as the first, not an option."""
 

@@ -296,7 +296,9 @@ class Mirror:
         """`tighten` for strategies that await a model."""
         from kompakt.recovery import compact_for_retry_async
 
-        view, event = await compact_for_retry_async(self.view, overflow, **self._retry_options())
+        view, event = await compact_for_retry_async(
+            self.view, overflow=overflow, **self._retry_options()
+        )
         return self._adopt(view, event)
 
     def _retry_options(self) -> dict[str, Any]:
