@@ -153,7 +153,7 @@ def test_an_edited_history_loads_validates_and_round_trips() -> None:
 
 def test_the_provider_request_keeps_every_block_of_the_edited_history() -> None:
     doc = request()
-    sent = kompakt.dump(kompakt.loads(copy.deepcopy(doc)), "anthropic", provider=True)
+    sent = kompakt.dump(kompakt.loads(copy.deepcopy(doc)), format="anthropic", provider=True)
     assert sent["messages"] == doc["messages"]  # placeholders, empty inputs, server tools
     assert set(sent) == {"system", "messages"}  # the caller's other request keys are its own
 

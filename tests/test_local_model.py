@@ -82,7 +82,7 @@ async def test_llama_cpp_server_through_the_openai_adapter(llama_server: str) ->
             "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
             "required": ["facts"],
         },
-        max_tokens=24,
+        max_output_tokens=24,
     )
     assert answer.usage.input_tokens > 0 and answer.usage.calls == 1
 
@@ -101,7 +101,7 @@ async def test_facts_on_the_local_model() -> None:
         Concept("files", "Which files matter?"),
     ]
     step = await run_strategy(
-        FactRetrieval(concepts, LocalModel(), keep_last_groups=2, max_output_tokens=40),
+        FactRetrieval(concepts, summarizer=LocalModel(), keep_last_groups=2, max_output_tokens=40),
         view,
         CompactionContext(view),
     )
