@@ -84,9 +84,9 @@ def print_eval(result: EvalResult) -> None:
     """The side-by-side table: survival per kind, tokens kept, model cost."""
     t = Table(title="Retention: share still visible at the end of the run", title_justify="left")
     t.add_column("strategy", no_wrap=True, min_width=max(len(s) for s in result.strategies))
-    t.add_column("budget", justify="right", no_wrap=True)
-    for kind in KINDS:
-        t.add_column(kind, justify="right")
+    t.add_column("budget", justify="right")
+    for kind in KINDS:  # whole words: the longer headers below wrap instead
+        t.add_column(kind, justify="right", no_wrap=True)
     for col in ("stale", "kept", "compactions", "model calls", "summarizer tokens", "errors"):
         t.add_column(col, justify="right")
     last = None
