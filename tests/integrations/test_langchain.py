@@ -35,6 +35,7 @@ from kompakt.integrations.langchain import (
     pre_model_hook,
     to_langchain,
 )
+from kompakt.notes import NOTE_HEADER
 
 TURNS = 12
 FINAL = "All 12 files read; the bug is in f7.py."
@@ -248,8 +249,12 @@ def test_one_middleware_serves_several_threads() -> None:
         agent.invoke({"messages": [HumanMessage(f"thread {thread}")]}, config)
     assert len(middleware.conversations) == 2
     for request in model.requests:
-        users = {m.content for m in request if isinstance(m, HumanMessage)}
-        assert len(users) == 1  # never another thread's messages
+        said = [str(m.content) for m in request if isinstance(m, HumanMessage)]
+        users = {s for s in said if not NOTE_HEADER.match(s)}
+        assert len(users) == 1  # never another thread's messages (nor its notes)
+        (thread,) = users
+        other = "thread b" if thread == "thread a" else "thread a"
+        assert not any(other in s for s in said)
     assert _check_requests_per_thread(model.requests) >= 6
 
 

@@ -37,6 +37,7 @@ from kompakt.integrations.pydantic_ai import (
     history_processor,
     to_pydantic_ai,
 )
+from kompakt.notes import is_note
 
 TURNS = 12
 FINAL = "All 12 files read; the bug is in f7.py."
@@ -208,8 +209,11 @@ async def test_concurrent_runs_of_one_agent_do_not_mix() -> None:
     for k, script in enumerate(scripts):
         assert script.check() >= 3
         for request in script.requests:
-            users = [m.text for m in from_pydantic_ai(request) if m.role == "user"]
+            said = [m for m in from_pydantic_ai(request) if m.role == "user"]
+            users = [m.text for m in said if not is_note(m)]
             assert users == [f"Conversation {k}: read f1..f12."]
+            # a note of this conversation's own past, never of the other's
+            assert not any(f"Conversation {1 - k}" in m.text for m in said)
     assert len(capability.events) >= 6
 
 
