@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from kompakt.errors import ConfigError
 from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items
-from kompakt.strategies._summarizer import SummarizingStrategy, ceiling, rendered_tokens
+from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.fit import ceiling
+from kompakt.strategies.span import rendered_tokens
 from kompakt.view import View
 
 __all__ = ["SECTIONS", "ExtractiveDigest", "build_note", "clamp_tokens", "digest", "digest_items"]

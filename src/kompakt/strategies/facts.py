@@ -42,19 +42,12 @@ from pydantic import BaseModel, ValidationError
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.models.base import ChatModel, describe_error, run_sync
+from kompakt.models.base import ChatModel, describe_error, positive_int, run_sync
 from kompakt.models.registry import as_model
-from kompakt.strategies._summarizer import (
-    Rejected,
-    SummarizingStrategy,
-    fence,
-    note_fallback,
-    positive_int,
-    render_transcript,
-    rendered_tokens,
-    strip_header,
-)
+from kompakt.strategies._summarizer import SummarizingStrategy, note_fallback
 from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.prompt import Rejected, fence, render_transcript, strip_header
+from kompakt.strategies.span import rendered_tokens
 from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import TriggerLike

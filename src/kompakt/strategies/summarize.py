@@ -33,15 +33,11 @@ import asyncio
 from typing import Literal, TypedDict, Unpack
 
 from kompakt.errors import ConfigError
-from kompakt.models.base import ChatModel
-from kompakt.strategies._summarizer import (
-    DEFAULT_TEMPLATE,
-    Span,
-    SummarizingStrategy,
-    positive_int,
-    previous_of,
-)
+from kompakt.models.base import ChatModel, positive_int
+from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
+from kompakt.strategies.prompt import DEFAULT_TEMPLATE
+from kompakt.strategies.span import Span, previous_of
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
