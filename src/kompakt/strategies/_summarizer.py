@@ -1,10 +1,13 @@
-"""What every summarizing strategy shares (not public API).
+"""The summarizing strategy every note-writing strategy builds on (not public API).
 
-* which groups form the span to evict (and which earlier summary it absorbs);
-* the bounded, fenced prompt a model sees (previous summary + only the new span);
-* asking the model with a timeout, checking the answer, and falling back to the
-  extractive digest, then to truncation, recording why and what it cost;
-* placing the summary in the view so it covers every original it stands for.
+It asks for the note and places it; the parts it uses live beside it:
+
+* `span`: which groups form the span to evict (and which earlier summary it absorbs);
+* `fit`: how big the note may be under the budget or target;
+* `prompt`: the bounded, fenced request a model sees (previous summary + only the new span);
+* here: asking the summarizer with a timeout, checking the answer, falling back to the
+  extractive digest, then to truncation, recording why and what it cost; and placing
+  the note in the view so it covers every original it stands for.
 """
 
 from __future__ import annotations
@@ -24,19 +27,35 @@ from kompakt.models.base import (
 )
 from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.registry import as_model, default_summarizer
-from kompakt.notes import is_note, rolled_note, split_ledger, standing_instructions, with_ledger
+from kompakt.notes import rolled_note, split_ledger, standing_instructions, with_ledger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
-from kompakt.strategies.fit import MIN_NOTE_TOKENS, Fit, ceiling, room_after_drops, trim_lines
+from kompakt.strategies.fit import (
+    MIN_NOTE_TOKENS,
+    Fit,
+    ceiling,
+    note_fit,
+    room_for,
+    size_limit,
+    trim_lines,
+)
 from kompakt.strategies.prompt import (
     DEFAULT_TEMPLATE,
     SYSTEM_PROMPT,
     Rejected,
+    bounded_chunks,
     clamp_message,
     fence,
     render_transcript,
     strip_header,
+    summary_request,
 )
-from kompakt.strategies.span import STAND_INS, Span, later_than, previous_of, rendered_tokens
+from kompakt.strategies.span import (
+    Span,
+    later_than,
+    previous_of,
+    rendered_tokens,
+    select_span,
+)
 from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import Trigger, TriggerLike, as_trigger
@@ -102,40 +121,7 @@ class SummarizingStrategy(BaseStrategy):
 
     def select_span(self, view: View, *, keep_last: int | None = None) -> Span:
         """Every group that may be summarized, oldest first (earlier summaries included)."""
-        keep = self.keep_last if keep_last is None else keep_last
-        return self.span_of(view, list(view.candidates(keep, originals_only=False)))
-
-    def span_of(self, view: View, groups: Sequence[int]) -> Span:
-        span = Span()
-        idx = view.index
-        for g in groups:
-            rendered = view.rendered(g)
-            if any(m.is_protected for m in rendered):  # a memory (facts) note stays
-                continue
-            span.groups.append(g)
-            span.tokens += rendered_tokens(view, g)
-            stand_in = any(m.synthetic in STAND_INS for m in rendered)
-            for m in rendered:
-                if m.synthetic == "summary" or (idx.groups[g].kind == "summary" and is_note(m)):
-                    span.previous.append(m)
-                    for mid in m.covers:
-                        pos = idx.position(mid)
-                        if pos is not None and view.is_dropped(idx.group_of(pos).index):
-                            span.absorbed.append(idx.group_of(pos).index)
-                else:
-                    span.messages.append(m)
-                    if not stand_in:
-                        span.read.append(m)
-            if stand_in:  # the digest reads what the short note stands in for
-                span.read.extend(idx.group_messages(g))
-        return span
-
-    def originals(self, view: View, span: Span) -> list[Message]:
-        """The original messages of everything the span stands for (non-rolling input)."""
-        out: list[Message] = []
-        for g in span.all_groups:
-            out.extend(m for m in view.index.group_messages(g) if m.synthetic != "summary")
-        return out
+        return select_span(view, self.keep_last if keep_last is None else keep_last)
 
     # -- producing the text ------------------------------------------------------------
 
@@ -163,41 +149,22 @@ class SummarizingStrategy(BaseStrategy):
         """Tokens the summary may take: its limit, half the span, what the budget (or the
         target) leaves once the span is gone (an estimate of the note's header aside)."""
         cap = ceiling(context)
-        limit = self.size_limit(span_tokens, cap)
-        if cap is not None:
-            rest = view.total_tokens - span_tokens
-            limit = min(limit, cap - rest - 48)  # the note's header and overhead
-        return limit
+        return room_for(view, span_tokens, cap, self.size_limit(span_tokens, cap))
 
     def size_limit(self, span_tokens: int, cap: int | None = None) -> int:
-        """The note's own limit: `max_summary_tokens` (or `note_share` of the budget `cap`
-        when that is more), at most half the span."""
-        own = self.max_summary_tokens
-        if cap is not None and self.note_share is not None:
-            own = max(own, int(cap * self.note_share))
-        return min(own, max(16, span_tokens // 2))
+        """The note's own limit (see `fit.size_limit`)."""
+        return size_limit(
+            span_tokens, cap, max_tokens=self.max_summary_tokens, share=self.note_share
+        )
 
     def note_limit(self, view: View, context: CompactionContext, span: Span) -> Fit | None:
-        """How big the note of `span` may be so that it fits under the budget (or target).
-
-        The room is what is left once the span is gone. When that is less than a minimal
-        note (`MIN_NOTE_TOKENS`), it is what is left once the newest originals `Budgeted`'s
-        last resort drops go too (they give way to the note). None: not even a minimal
-        note fits next to the protected core and the summaries.
-        """
+        """How big the note of `span` may be so that it fits under the budget (or target)
+        (see `fit.note_fit`)."""
         cap = ceiling(context)
         limit = self.size_limit(span.tokens, cap)
         if cap is None:
             return Fit(limit, cap)
-        header = self.header_tokens(view, context, span)
-        need = min(limit, MIN_NOTE_TOKENS)
-        left = cap - (view.total_tokens - span.tokens) - header
-        if left >= need:
-            return Fit(min(limit, left), cap)
-        left, gone = room_after_drops(view, span, left, need)
-        if left >= need:
-            return Fit(min(limit, left), cap, crowding=gone)
-        return None
+        return note_fit(view, span, cap, limit, self.header_tokens(view, context, span))
 
     def header_tokens(self, view: View, context: CompactionContext, span: Span) -> int:
         """What the note costs besides its text (its header line, the message overhead)."""
@@ -281,7 +248,7 @@ class SummarizingStrategy(BaseStrategy):
         """Merge mode folds every chunk into the previous summary; accumulate mode
         summarizes only the new span (the previous summary is context) and appends."""
         tok = context.view.index.tokenizer
-        chunks = self.bounded_chunks(messages, tok, tok.count_text(previous))
+        chunks = bounded_chunks(messages, tok, self.max_input_tokens - tok.count_text(previous))
         if merge or not previous:
             text = previous
             for chunk in chunks:
@@ -292,24 +259,6 @@ class SummarizingStrategy(BaseStrategy):
         for chunk in chunks[1:]:
             new = await self.ask(model, context, chunk, new, room)
         return f"{previous}\n\n{new}"
-
-    def bounded_chunks(
-        self, messages: Sequence[Message], tok: Tokenizer, previous_tokens: int
-    ) -> list[list[Message]]:
-        """Split `messages` so no request exceeds `max_input_tokens` (never unbounded)."""
-        budget = max(128, self.max_input_tokens - previous_tokens - 400)
-        per_message = max(64, budget // 2)
-        chunks: list[list[Message]] = [[]]
-        used = 0
-        for m in messages:
-            m = clamp_message(m, per_message, tok)
-            cost = tok.count_message(m) + 12  # the <message> tags around it
-            if chunks[-1] and used + cost > budget:
-                chunks.append([])
-                used = 0
-            chunks[-1].append(m)
-            used += cost
-        return [c for c in chunks if c] or [[]]
 
     async def ask(
         self,
@@ -326,7 +275,14 @@ class SummarizingStrategy(BaseStrategy):
         With `merge` the answer replaces `previous`; without, it adds to it.
         """
         tok = context.view.index.tokenizer
-        request = self.build_request(messages, previous, limit, merge=merge)
+        request = summary_request(
+            messages,
+            previous,
+            limit,
+            instruction=self.prompt or self.instruction,
+            template=None if self.prompt else self.template,
+            merge=merge,
+        )
         response = await self.call(model, context, request, max_tokens=limit + 16)
         text = strip_header(response.message.text.strip())
         if not text:
@@ -357,28 +313,6 @@ class SummarizingStrategy(BaseStrategy):
                 model_output_tokens=response.usage.output_tokens,
             )
         return response
-
-    def build_request(
-        self, messages: Sequence[Message], previous: str, limit: int, *, merge: bool = True
-    ) -> list[Message]:
-        """The system prompt and one user message fencing the data."""
-        parts: list[str] = []
-        if previous:
-            parts.append(f"<previous_summary>\n{fence(previous)}\n</previous_summary>")
-        parts.append(render_transcript(messages))
-        ask = self.prompt or self.instruction
-        if previous and merge:
-            ask += " Merge the previous summary and the transcript into one updated summary."
-        elif previous:
-            ask += (
-                " The previous summary is context and is kept as it is: summarize only what "
-                "the transcript adds."
-            )
-        parts.append(ask)
-        if self.template and not self.prompt:
-            parts.append(self.template)
-        parts.append(f"Write at most about {limit} tokens. Answer with the summary only.")
-        return [Message.system(SYSTEM_PROMPT), Message.user("\n\n".join(parts))]
 
     # -- placing -----------------------------------------------------------------------
 

@@ -46,7 +46,13 @@ from kompakt.models.base import ChatModel, describe_error, positive_int, run_syn
 from kompakt.models.registry import as_model
 from kompakt.strategies._summarizer import SummarizingStrategy, note_fallback
 from kompakt.strategies.base import CompactionContext
-from kompakt.strategies.prompt import Rejected, fence, render_transcript, strip_header
+from kompakt.strategies.prompt import (
+    Rejected,
+    bounded_chunks,
+    fence,
+    render_transcript,
+    strip_header,
+)
 from kompakt.strategies.span import rendered_tokens
 from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
@@ -281,7 +287,7 @@ class FactRetrieval(SummarizingStrategy):
             return False
         model = self.model_for(context)
         tok = view.index.tokenizer
-        chunks = self.bounded_chunks(new, tok, 0)
+        chunks = bounded_chunks(new, tok, self.max_input_tokens)
         jobs = [
             self._ask(model, context, c, chunk, state)
             if model is not None

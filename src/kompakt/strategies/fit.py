@@ -12,7 +12,16 @@ from kompakt.tokens import Tokenizer
 from kompakt.triggers import TokensBelow
 from kompakt.view import View
 
-__all__ = ["MIN_NOTE_TOKENS", "Fit", "ceiling", "room_after_drops", "trim_lines"]
+__all__ = [
+    "MIN_NOTE_TOKENS",
+    "Fit",
+    "ceiling",
+    "note_fit",
+    "room_after_drops",
+    "room_for",
+    "size_limit",
+    "trim_lines",
+]
 
 MIN_NOTE_TOKENS = 60
 """The smallest note worth writing: below it the span is dropped (an earlier summary kept)."""
@@ -70,3 +79,44 @@ def trim_lines(text: str, limit: int, tok: Tokenizer) -> str:
     while kept and (not kept[-1].strip() or kept[-1].lstrip().startswith("#")):
         kept.pop()
     return "\n".join(kept)
+
+
+def size_limit(span_tokens: int, cap: int | None, *, max_tokens: int, share: float | None) -> int:
+    """A note's own limit: `max_tokens` (or `share` of the budget `cap` when that is
+    more), at most half the span.
+
+    >>> size_limit(1_000, 2_000, max_tokens=100, share=0.1)
+    200
+    """
+    own = max_tokens
+    if cap is not None and share is not None:
+        own = max(own, int(cap * share))
+    return min(own, max(16, span_tokens // 2))
+
+
+def room_for(view: View, span_tokens: int, cap: int | None, limit: int) -> int:
+    """`limit`, at most what the budget `cap` leaves once the span is gone (an estimate
+    of the note's header aside)."""
+    if cap is not None:
+        rest = view.total_tokens - span_tokens
+        limit = min(limit, cap - rest - 48)  # the note's header and overhead
+    return limit
+
+
+def note_fit(view: View, span: Span, cap: int, limit: int, header: int) -> Fit | None:
+    """How big the note of `span` may be (at most `limit`, besides its `header` tokens)
+    so that it fits under `cap`.
+
+    The room is what is left once the span is gone. When that is less than a minimal
+    note (`MIN_NOTE_TOKENS`), it is what is left once the newest originals `Budgeted`'s
+    last resort drops go too (they give way to the note). None: not even a minimal
+    note fits next to the protected core and the summaries.
+    """
+    need = min(limit, MIN_NOTE_TOKENS)
+    left = cap - (view.total_tokens - span.tokens) - header
+    if left >= need:
+        return Fit(min(limit, left), cap)
+    left, gone = room_after_drops(view, span, left, need)
+    if left >= need:
+        return Fit(min(limit, left), cap, crowding=gone)
+    return None

@@ -15,10 +15,12 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "SYSTEM_PROMPT",
     "Rejected",
+    "bounded_chunks",
     "clamp_message",
     "fence",
     "render_transcript",
     "strip_header",
+    "summary_request",
 ]
 
 SYSTEM_PROMPT = (
@@ -88,3 +90,61 @@ def clamp_message(m: Message, max_tokens: int, tok: Tokenizer) -> Message:
             for c in m.tool_calls
         ),
     )
+
+
+def summary_request(
+    messages: Sequence[Message],
+    previous: str,
+    limit: int,
+    *,
+    instruction: str,
+    template: str | None = DEFAULT_TEMPLATE,
+    merge: bool = True,
+) -> list[Message]:
+    """The system prompt and one user message fencing the data: the previous summary,
+    the transcript, what to do with them, the sections and the size.
+
+    With `merge` the answer replaces `previous`; without, it adds to it.
+
+    >>> request = summary_request([Message.user("hi")], "", 100, instruction="Summarize.")
+    >>> [m.role for m in request], request[1].text.splitlines()[0]
+    (['system', 'user'], '<transcript>')
+    """
+    parts: list[str] = []
+    if previous:
+        parts.append(f"<previous_summary>\n{fence(previous)}\n</previous_summary>")
+    parts.append(render_transcript(messages))
+    ask = instruction
+    if previous and merge:
+        ask += " Merge the previous summary and the transcript into one updated summary."
+    elif previous:
+        ask += (
+            " The previous summary is context and is kept as it is: summarize only what "
+            "the transcript adds."
+        )
+    parts.append(ask)
+    if template:
+        parts.append(template)
+    parts.append(f"Write at most about {limit} tokens. Answer with the summary only.")
+    return [Message.system(SYSTEM_PROMPT), Message.user("\n\n".join(parts))]
+
+
+def bounded_chunks(
+    messages: Sequence[Message], tok: Tokenizer, max_tokens: int
+) -> list[list[Message]]:
+    """`messages` split so no request built from a chunk exceeds `max_tokens` (the
+    model's input limit less what else the request holds): never unbounded; a message
+    too big alone is cut to head and tail."""
+    budget = max(128, max_tokens - 400)
+    per_message = max(64, budget // 2)
+    chunks: list[list[Message]] = [[]]
+    used = 0
+    for m in messages:
+        m = clamp_message(m, per_message, tok)
+        cost = tok.count_message(m) + 12  # the <message> tags around it
+        if chunks[-1] and used + cost > budget:
+            chunks.append([])
+            used = 0
+        chunks[-1].append(m)
+        used += cost
+    return [c for c in chunks if c] or [[]]

@@ -3,13 +3,24 @@ summary they absorb, and what the view still sends after them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kompakt.messages import Message
+from kompakt.notes import is_note
 from kompakt.strategies.prompt import strip_header
 from kompakt.view import View
 
-__all__ = ["STAND_INS", "Span", "later_than", "previous_of", "rendered_tokens"]
+__all__ = [
+    "STAND_INS",
+    "Span",
+    "later_than",
+    "originals",
+    "previous_of",
+    "rendered_tokens",
+    "select_span",
+    "span_of",
+]
 
 STAND_INS = frozenset({"collapsed", "clamped"})
 """Kinds of short note that stand in for a group's originals (the digest reads those)."""
@@ -61,3 +72,45 @@ def rendered_tokens(view: View, g: int) -> int:
     if r is None:
         return view.index.groups[g].tokens
     return sum(view.index.tokenizer.count_message(m) for m in r)
+
+
+def select_span(view: View, keep: int) -> Span:
+    """Every group that may be summarized with the newest `keep` left alone, oldest first
+    (earlier summaries included)."""
+    return span_of(view, list(view.candidates(keep, originals_only=False)))
+
+
+def span_of(view: View, groups: Sequence[int]) -> Span:
+    """The span of `groups`: a protected (memory) note among them stays out; an earlier
+    summary is taken in, with the dropped groups it covered."""
+    span = Span()
+    idx = view.index
+    for g in groups:
+        rendered = view.rendered(g)
+        if any(m.is_protected for m in rendered):  # a memory (facts) note stays
+            continue
+        span.groups.append(g)
+        span.tokens += rendered_tokens(view, g)
+        stand_in = any(m.synthetic in STAND_INS for m in rendered)
+        for m in rendered:
+            if m.synthetic == "summary" or (idx.groups[g].kind == "summary" and is_note(m)):
+                span.previous.append(m)
+                for mid in m.covers:
+                    pos = idx.position(mid)
+                    if pos is not None and view.is_dropped(idx.group_of(pos).index):
+                        span.absorbed.append(idx.group_of(pos).index)
+            else:
+                span.messages.append(m)
+                if not stand_in:
+                    span.read.append(m)
+        if stand_in:  # the digest reads what the short note stands in for
+            span.read.extend(idx.group_messages(g))
+    return span
+
+
+def originals(view: View, span: Span) -> list[Message]:
+    """The original messages of everything the span stands for (non-rolling input)."""
+    out: list[Message] = []
+    for g in span.all_groups:
+        out.extend(m for m in view.index.group_messages(g) if m.synthetic != "summary")
+    return out
