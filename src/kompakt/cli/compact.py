@@ -21,8 +21,7 @@ from kompakt.cli.common import (
     warn,
 )
 from kompakt.cli.errors import handled
-from kompakt.cli.printable import printable
-from kompakt.cli.replay import (
+from kompakt.cli.options import (
     BudgetOpt,
     ConfigOpt,
     FileArg,
@@ -34,6 +33,7 @@ from kompakt.cli.replay import (
     TokenizerOpt,
     ToOpt,
 )
+from kompakt.cli.printable import printable
 from kompakt.eval.compactors import budget_warning, compact_once, load_model
 from kompakt.eval.documents import render_document, write_atomic
 from kompakt.eval.fallbacks import fallback_warnings

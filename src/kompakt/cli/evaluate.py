@@ -19,8 +19,7 @@ from kompakt.cli.common import (
     report_fallbacks,
 )
 from kompakt.cli.errors import handled
-from kompakt.cli.printable import printable
-from kompakt.cli.replay import (
+from kompakt.cli.options import (
     FormatOpt,
     JsonOpt,
     ModelOpt,
@@ -28,8 +27,9 @@ from kompakt.cli.replay import (
     StrictOpt,
     TargetOpt,
     TokenizerOpt,
-    replay_warnings,
 )
+from kompakt.cli.printable import printable
+from kompakt.cli.replay import replay_warnings
 from kompakt.errors import ConfigError
 from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
 from kompakt.eval.fallbacks import model_failure_warning
