@@ -1,4 +1,4 @@
-"""Compactors by name or from a config file: what the command line, eval and batch share.
+"""Compactors by name or from a config file: what the command line, serve, eval and batch share.
 
 A budget ``B`` becomes a compactor that fires when the context passes ``B`` and
 compacts it down to ``target * B`` (hysteresis: compactions are rare and the prompt
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from math import isfinite
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "DEFAULT_STRATEGY",
     "DEFAULT_TARGET",
     "STRATEGIES",
+    "Budget",
     "Compacted",
     "budget_warning",
     "compact_messages",
@@ -54,6 +56,7 @@ __all__ = [
     "load_tokenizer",
     "make_compactor",
     "make_strategy",
+    "parse_budgets",
 ]
 
 DEFAULT_STRATEGY = "budgeted"
@@ -299,3 +302,61 @@ def budget_warning(done: Compacted, strategy: str | None) -> str | None:
         f"warning: {name} reached {done.tokens:,} tokens, over the budget of {done.budget:,}; "
         "--strategy budgeted holds it"
     )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A token budget: absolute (`tokens`) or a fraction of each run's tokens."""
+
+    label: str
+    fraction: float | None = None
+    tokens: int | None = None
+
+    def resolve(self, total_tokens: int) -> int:
+        """The budget in tokens for a run of `total_tokens`."""
+        if self.tokens is not None:
+            return self.tokens
+        return max(1, int(total_tokens * (self.fraction or 1.0)))
+
+
+def parse_budgets(text: str) -> list[Budget]:
+    """Parse ``"0.5,0.2"`` (fractions), ``"20%"`` or ``"8000"`` (tokens), comma-separated.
+
+    >>> [b.label for b in parse_budgets("0.5, 20%, 8000")]
+    ['50%', '20%', '8000']
+    >>> parse_budgets("1.5")
+    Traceback (most recent call last):
+    ...
+    kompakt.errors.ConfigError: --budget in tokens must be a whole number, got '1.5' (...)
+    """
+    out: list[Budget] = []
+    for raw in (p.strip() for p in str(text).split(",")):
+        if not raw:
+            continue
+        try:
+            if raw.endswith("%"):
+                value = float(raw[:-1]) / 100
+                is_fraction = True
+            else:
+                value = float(raw)
+                is_fraction = (value <= 1 and "." in raw) or value < 1
+        except ValueError:
+            raise ConfigError(
+                f"--budget: expected tokens (8000) or a fraction (0.2, 20%), got {raw!r}"
+            ) from None
+        if not isfinite(value) or value <= 0:
+            raise ConfigError(f"--budget must be a finite number > 0, got {raw!r}")
+        if is_fraction:
+            if value > 1:
+                raise ConfigError(f"--budget fraction must be at most 100%, got {raw!r}")
+            out.append(Budget(f"{value * 100:g}%", fraction=value))
+        elif value != int(value):  # 1.5 would silently mean 1 token
+            raise ConfigError(
+                f"--budget in tokens must be a whole number, got {raw!r} "
+                "(a fraction of the run is at most 1, like 0.2)"
+            )
+        else:
+            out.append(Budget(f"{int(value)}", tokens=int(value)))
+    if not out:
+        raise ConfigError("--budget: give at least one budget, for example 8000 or 0.2")
+    return out

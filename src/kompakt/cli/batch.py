@@ -24,7 +24,7 @@ from kompakt.eval.batch import (
     plan,
     run_batch,
 )
-from kompakt.eval.compactors import DEFAULT_TARGET, compactor_from_config, make_compactor
+from kompakt.presets import DEFAULT_TARGET, compactor_from_config, make_compactor
 
 __all__ = ["batch_command"]
 

@@ -21,6 +21,7 @@ from kompakt.cli.common import (
     warn,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.fallbacks import fallback_warnings
 from kompakt.cli.options import (
     BudgetOpt,
     ConfigOpt,
@@ -34,9 +35,8 @@ from kompakt.cli.options import (
     ToOpt,
 )
 from kompakt.cli.printable import printable
-from kompakt.eval.compactors import budget_warning, compact_once, load_model
-from kompakt.eval.documents import render_document, write_atomic
-from kompakt.eval.fallbacks import fallback_warnings
+from kompakt.formats.documents import render_document, write_atomic
+from kompakt.presets import budget_warning, compact_once, load_model
 
 __all__ = ["compact_command"]
 

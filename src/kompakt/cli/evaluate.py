@@ -19,6 +19,7 @@ from kompakt.cli.common import (
     report_fallbacks,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.fallbacks import model_failure_warning
 from kompakt.cli.options import (
     FormatOpt,
     JsonOpt,
@@ -31,12 +32,11 @@ from kompakt.cli.options import (
 from kompakt.cli.printable import printable
 from kompakt.cli.replay import replay_warnings
 from kompakt.errors import ConfigError
-from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor
-from kompakt.eval.fallbacks import model_failure_warning
 from kompakt.eval.probes import Needle
 from kompakt.eval.report import eval_report
-from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate, parse_budgets
+from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate
 from kompakt.messages import Message
+from kompakt.presets import DEFAULT_TARGET, load_model, make_compactor, parse_budgets
 
 if TYPE_CHECKING:
     from kompakt.models import ChatModel

@@ -24,6 +24,7 @@ from kompakt.cli.common import (
     summarizer_names,
 )
 from kompakt.cli.errors import handled
+from kompakt.cli.fallbacks import fallback_warnings
 from kompakt.cli.options import (
     BudgetOpt,
     ConfigOpt,
@@ -41,11 +42,10 @@ from kompakt.cli.options import (
 )
 from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, InputError
-from kompakt.eval.compactors import DEFAULT_TARGET
-from kompakt.eval.fallbacks import fallback_warnings
 from kompakt.eval.replay import CompactorLike, ReplayEvent, ReplayResult, replay
 from kompakt.eval.report import replay_report
 from kompakt.messages import Message
+from kompakt.presets import DEFAULT_TARGET
 from kompakt.tokens import Tokenizer
 
 __all__ = [
