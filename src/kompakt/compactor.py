@@ -49,11 +49,14 @@ from kompakt.overflow import Overflow
 from kompakt.strategies._common import COMPOSITE, _token_limit, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
+    Overrides,
     Step,
     StrategyLike,
     as_strategy,
     default_target,
+    own_trigger,
     run_strategy,
+    token_budget_of,
 )
 from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
@@ -189,8 +192,9 @@ class Compactor:
             for provider prompt caches.
         tokenizer: for histories given as plain message lists.
         summarizer: the model summary strategies use when they have none of their own.
-        min_preserved: if given, overrides `min_preserved` on the strategy (and the
-            strategies inside a `Pipeline` or `Budgeted`).
+        min_preserved: if given, every strategy of the run keeps this many of the newest
+            groups instead of its own `min_preserved` (the strategies inside a `Pipeline`
+            or `Budgeted` too); the strategy objects are not changed (`overrides`).
         rehydrate: after a compaction that changed the view, bring back the newest
             files the agent read or edited, its plan and pinned memory
             (`kompakt.strategies.Rehydrate`), within the budget.
@@ -215,11 +219,11 @@ class Compactor:
             raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
         strat: Any = strategy_from_name(strategy) if isinstance(strategy, str) else strategy
         strat = as_strategy(strat)
-        if min_preserved is not None:
-            strat = _with_min_preserved(strat, min_preserved)
         self.strategy = strat
+        self.overrides = Overrides(min_preserved=_min_preserved(min_preserved))
+        """What each run changes in the strategy's options (it stays as configured)."""
         if trigger is None:
-            trigger = getattr(strat, "trigger", None) or Always()
+            trigger = own_trigger(strat) or Always()
         self.trigger: Trigger = as_trigger(trigger)
         self.target: Trigger = (
             as_trigger(target) if target is not None else default_target(self.trigger)
@@ -279,9 +283,8 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        strategy, target = self.with_room()
-        ctx.target = target
-        run_strategy_sync(strategy, work, ctx)
+        ctx.overrides, ctx.target = self.with_room()
+        run_strategy_sync(self.strategy, work, ctx)
         if self.rehydrate is not None and any(s.changed for s in ctx.steps):
             run_strategy_sync(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
@@ -293,42 +296,45 @@ class Compactor:
         view, work, event, ctx = self._start(source, force)
         if ctx is None:
             return view, event
-        strategy, target = self.with_room()
-        ctx.target = target
-        await run_strategy(strategy, work, ctx)
+        ctx.overrides, ctx.target = self.with_room()
+        await run_strategy(self.strategy, work, ctx)
         if self.rehydrate is not None and any(s.changed for s in ctx.steps):
             await run_strategy(self.rehydrate, work, self._rehydrate_context(ctx))
         return self._finish(work, event, ctx)
 
-    def with_room(self) -> tuple[StrategyLike, Trigger]:
-        """The strategy and target to compact with, leaving room for the rehydration
-        after it: a `Budgeted` budget or a token target lowered by
-        `Rehydrate.room_for` (unchanged without `rehydrate`).
+    def with_room(self) -> tuple[Overrides, Trigger]:
+        """The overrides and target to compact with, leaving room for the rehydration
+        after it: the strategy's token budget (a `Budgeted`'s) and a token target
+        lowered by `Rehydrate.room_for` (unchanged without `rehydrate`).
 
         >>> from kompakt.strategies import Budgeted, Rehydrate
         >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_tokens=1_000))
-        >>> c.with_room()[0].token_budget
-        7000
+        >>> overrides, target = c.with_room()
+        >>> overrides.budget(c.strategy.token_budget), target
+        (7000, TokensBelow(limit=7000))
         """
         if self.rehydrate is None:
-            return self.strategy, self.target
-        budget = getattr(self.strategy, "token_budget", None)
+            return self.overrides, self.target
+        budget = self._budget()
         limit = _token_limit(self.target)
-        strategy, target = self.strategy, self.target
-        if isinstance(budget, int):
-            strategy = copy.copy(self.strategy)
-            strategy.token_budget = max(1, budget - self.rehydrate.room_for(budget))
+        overrides, target = self.overrides, self.target
+        if budget is not None:
+            overrides = overrides.shifted(self.rehydrate.room_for(budget))
         if limit is not None:
             target = TokensBelow(max(1, limit - self.rehydrate.room_for(limit)))
-        return strategy, target
+        return overrides, target
+
+    def _budget(self) -> int | None:
+        """The strategy's token budget for a run, the overrides applied (None: it has none)."""
+        budget = token_budget_of(self.strategy)
+        return None if budget is None else self.overrides.budget(budget)
 
     def _rehydrate_context(self, ctx: CompactionContext) -> CompactionContext:
         """The rehydration measures its room against the budget and target as given."""
-        budget = getattr(self.strategy, "token_budget", None)
         return CompactionContext(
             ctx.view,
             target=self.target,
-            budget=budget if isinstance(budget, int) else None,
+            budget=self._budget(),
             summarizer=ctx.summarizer,
             steps=ctx.steps,
         )
@@ -346,7 +352,9 @@ class Compactor:
         event.reason = f"{self.trigger!r} fired" if fired else "forced"
         event.seconds = started  # until `_finish`: when it started
         work = view.copy()
-        ctx = CompactionContext(work, target=self.target, summarizer=self.summarizer)
+        ctx = CompactionContext(
+            work, target=self.target, summarizer=self.summarizer, overrides=self.overrides
+        )
         return view, work, event, ctx
 
     def _finish(
@@ -417,17 +425,6 @@ class Compactor:
 
     def __repr__(self) -> str:
         return f"Compactor(trigger={self.trigger!r}, strategy={self.strategy!r})"
-
-
-def _with_min_preserved(strategy: Any, n: int) -> Any:
-    """A copy of `strategy` (and of the strategies inside it) with `min_preserved` = n."""
-    out = copy.copy(strategy)
-    if hasattr(out, "min_preserved"):
-        out.min_preserved = n
-    inner = getattr(out, "strategies", None)
-    if isinstance(inner, list):
-        out.strategies = [_with_min_preserved(s, n) for s in inner]
-    return out
 
 
 def _bool(value: Any, where: str) -> bool:

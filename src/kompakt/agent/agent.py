@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
 from kompakt.agent.background import BackgroundCompaction, run_compaction
-from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
+from kompakt.agent.calibration import Calibrated, Shifted
 from kompakt.agent.fresh import keep_fresh_results
 from kompakt.agent.overflow_retry import call_recovering
 from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
@@ -57,7 +57,14 @@ from kompakt.models.registry import as_model, model_from_env
 from kompakt.store.base import CompactionRecord, HistoryStore
 from kompakt.store.memory import MemoryStore
 from kompakt.strategies._common import _token_limit
-from kompakt.strategies.base import CompactionContext, StrategyLike
+from kompakt.strategies.base import (
+    NO_OVERRIDES,
+    CompactionContext,
+    Overrides,
+    StrategyLike,
+    own_trigger,
+    token_budget_of,
+)
 from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.triggers import (
     ContextFraction,
@@ -167,7 +174,7 @@ class Agent:
         self.background: BackgroundCompaction | None = None
         if compactor is not None and (background or prepare_at is not None):
             self.background = BackgroundCompaction(compactor, prepare_at=prepare_at)
-        self._keep = kept_by(compactor.strategy) if compactor is not None else (0, "")
+        self._keep = kept_by(compactor.strategy, compactor.overrides) if compactor else (0, "")
         self._explained = False
         self._settling = False
         self._recall = recall
@@ -236,10 +243,14 @@ class Agent:
             if self.compactor is None:
                 raise ConfigError("compact_now() needs `strategy=` or an agent with a compactor")
             strategy = self.compactor.strategy
+            overrides = self.compactor.overrides
             stop = as_trigger(target) if target is not None else TokensBelow(view.total_tokens // 2)
         else:
+            overrides = NO_OVERRIDES
             stop = as_trigger(target) if target is not None else Never()
-        event = await self._compact(strategy, stop, reason="compact_now", check_trigger=False)
+        event = await self._compact(
+            strategy, stop, reason="compact_now", check_trigger=False, overrides=overrides
+        )
         if record:
             self._record(event)
         return event
@@ -319,7 +330,7 @@ class Agent:
         if fires and background is not None and background.pending:
             event = await background.swap_in(view, offset=self._offset)
             if event is not None:
-                self._after_compaction(view, self._budget(self.compactor.strategy, self._offset))
+                self._after_compaction(view, self._budget(self._calibrated()))
                 event.tokens_after, event.messages_after = view.total_tokens, view.message_count
                 self._explain(event)
                 log.info("session %s: %s", self.session, event.summary())
@@ -328,8 +339,8 @@ class Agent:
             else:
                 log.info("session %s: nothing usable was prepared; compacting afresh", self.session)
         if fires:
-            # the compactor's strategy and target leave room for its rehydration
-            narrowed, target = self.compactor.with_room()
+            # the compactor's budget and target leave room for its rehydration
+            overrides, target = self.compactor.with_room()
             within = None
             if forced:
                 stop: Trigger = TokensBelow(view.total_tokens // 2)
@@ -340,10 +351,14 @@ class Agent:
                     f"{self.compactor.trigger!r} fired at {self._metrics().total_tokens:,} tokens"
                 )
                 within = self._rehydrate_within()
-            strategy = calibrated_strategy(narrowed, self._offset)
             try:
                 event = await self._compact(
-                    strategy, stop, reason=reason, check_trigger=False, rehydrate_within=within
+                    self.compactor.strategy,
+                    stop,
+                    reason=reason,
+                    check_trigger=False,
+                    rehydrate_within=within,
+                    overrides=overrides.shifted(self._offset),
                 )
             except BudgetImpossible as e:  # the request may still go through: let it try
                 self._warn(f"compaction could not reach its budget: {e}")
@@ -379,13 +394,16 @@ class Agent:
         reason: str,
         check_trigger: bool,
         rehydrate_within: int | None = None,
+        overrides: Overrides = NO_OVERRIDES,
     ) -> CompactionEvent:
         view = self._load()
         work = view.copy()
         summarizer = self.compactor.summarizer if self.compactor else None
-        event = await run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
+        event = await run_compaction(
+            work, strategy, stop, summarizer, reason, check_trigger, overrides=overrides
+        )
         self._view = work
-        self._after_compaction(work, self._budget(strategy, 0), rehydrate_within)
+        self._after_compaction(work, self._budget(overrides, strategy), rehydrate_within)
         event.tokens_after, event.messages_after = work.total_tokens, work.message_count
         log.info("session %s: %s", self.session, event.summary())
         return event
@@ -410,33 +428,40 @@ class Agent:
         """What the compactor's own budget and token target allow, calibrated: the room
         `Compactor.with_room` left is the rehydration's."""
         assert self.compactor is not None
-        limits = [self._budget(self.compactor.strategy, self._offset)]
+        limits = [self._budget(self._calibrated())]
         target = _token_limit(self.compactor.target)
         if target is not None:
             limits.append(target - self._offset)
         known = [x for x in limits if x is not None]
         return max(1, min(known)) if known else None
 
-    def _budget(self, strategy: StrategyLike, offset: int) -> int | None:
-        """Estimated tokens the view must fit in: the strategy's `token_budget` (moved by
-        `offset` when not calibrated yet), else the context window, calibrated."""
-        budget = getattr(strategy, "token_budget", None)
-        if isinstance(budget, int):
-            return max(1, budget - offset)
+    def _calibrated(self) -> Overrides:
+        """The compactor's overrides with its budget calibrated to the provider's count."""
+        assert self.compactor is not None
+        return self.compactor.overrides.shifted(self._offset)
+
+    def _budget(self, overrides: Overrides, strategy: StrategyLike | None = None) -> int | None:
+        """Estimated tokens the view must fit in: the token budget of `strategy` (default:
+        the compactor's) under `overrides`, else the context window, calibrated."""
+        if strategy is None and self.compactor is not None:
+            strategy = self.compactor.strategy
+        budget = token_budget_of(strategy)
+        if budget is not None:
+            return max(1, overrides.budget(budget))
         return max(1, self.context_window - self._offset) if self.context_window else None
 
     async def _after_run(self, result: RunResult) -> None:
         if self.compactor is not None and self._fires():
-            narrowed, target = self.compactor.with_room()
+            overrides, target = self.compactor.with_room()
             stop = Shifted(target, self._offset)
             reason = f"after the run: {self.compactor.trigger!r} fired"
-            strategy = calibrated_strategy(narrowed, self._offset)
             event = await self._compact(
-                strategy,
+                self.compactor.strategy,
                 stop,
                 reason=reason,
                 check_trigger=False,
                 rehydrate_within=self._rehydrate_within(),
+                overrides=overrides.shifted(self._offset),
             )
             self._explain(event)
             result.compactions.append(event)
@@ -496,7 +521,7 @@ class Agent:
         """The compactor's trigger and the strategy's own, on calibrated metrics."""
         assert self.compactor is not None
         metrics = self._metrics()
-        own = getattr(self.compactor.strategy, "trigger", None)
+        own = own_trigger(self.compactor.strategy)
         return self.compactor.trigger(metrics) and (own is None or bool(own(metrics)))
 
     def _metrics(self) -> Calibrated:

@@ -119,9 +119,15 @@ class SummarizingStrategy(BaseStrategy):
 
     # -- the span ----------------------------------------------------------------------
 
-    def select_span(self, view: View, *, keep_last: int | None = None) -> Span:
+    def kept(self, context: CompactionContext) -> int:
+        """`keep_last` for the run `context` belongs to."""
+        return context.overrides.kept(self.keep_last)
+
+    def select_span(
+        self, view: View, context: CompactionContext, *, keep_last: int | None = None
+    ) -> Span:
         """Every group that may be summarized, oldest first (earlier summaries included)."""
-        return select_span(view, self.keep_last if keep_last is None else keep_last)
+        return select_span(view, self.kept(context) if keep_last is None else keep_last)
 
     # -- producing the text ------------------------------------------------------------
 
@@ -354,7 +360,7 @@ class SummarizingStrategy(BaseStrategy):
 
     def apply_extractive(self, view: View, context: CompactionContext) -> bool:
         """Summarize the span with the digest (no model): the sync path."""
-        span = self.select_span(view)
+        span = self.select_span(view, context)
         if not span.messages:
             return False
         return self.finish(view, context, span, None)

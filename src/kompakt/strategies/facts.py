@@ -279,7 +279,7 @@ class FactRetrieval(SummarizingStrategy):
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         state = self._state(view)
-        span = self.select_span(view)
+        span = self.select_span(view, context)
         new = [m for m in span.messages if not (set(m.covers) or {m.id}) <= state.seen]
         for prev in span.previous:  # another strategy's summary is data too
             new.insert(0, prev.evolve(content=strip_header(prev.text), synthetic=None))

@@ -133,7 +133,7 @@ class Summarize(_ModelStrategy):
         self.mode = mode
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view)
+        span = self.select_span(view, context)
         if not span.messages:
             return False
         return await self.summarize_span(view, context, span, merge=self.mode == "replace")
@@ -178,7 +178,8 @@ class WholeHistory(_ModelStrategy):
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         first = view.index.first_user_group if self.keep_first_user else None
-        groups = [g for g in view.candidates(self.keep_last, originals_only=False) if g != first]
+        candidates = view.candidates(self.kept(context), originals_only=False)
+        groups = [g for g in candidates if g != first]
         span = span_of(view, groups)
         if not span.messages:
             return False
@@ -218,7 +219,7 @@ class FromLastN(_ModelStrategy):
         self.n = n
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        groups = list(view.candidates(self.keep_last, originals_only=False))
+        groups = list(view.candidates(self.kept(context), originals_only=False))
         whole = span_of(view, groups)
         if not whole.groups:
             return False
@@ -273,11 +274,11 @@ class Chunked(_ModelStrategy):
         self.chunk_size = chunk_size
         self.max_concurrency = max_concurrency
 
-    def chunks(self, view: View) -> list[list[int]]:
+    def chunks(self, view: View, keep: int) -> list[list[int]]:
         """Runs of adjacent original groups, cut every `chunk_size` groups."""
         out: list[list[int]] = []
         last = -2
-        for g in span_of(view, list(view.candidates(self.keep_last))).groups:
+        for g in span_of(view, list(view.candidates(keep))).groups:
             between = range(last + 1, g)
             adjacent = last >= 0 and all(view.is_dropped(i) for i in between)
             if out and adjacent and len(out[-1]) < self.chunk_size:
@@ -288,7 +289,7 @@ class Chunked(_ModelStrategy):
         return out
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        chunks = self.chunks(view)
+        chunks = self.chunks(view, self.kept(context))
         if not chunks:
             return False
         spans = [span_of(view, c) for c in chunks]
