@@ -77,6 +77,17 @@ __all__ = [
     "strategy_from_name",
 ]
 
+
+class _Default:
+    """The type of `COMPACTOR_DEFAULT`."""
+
+    def __repr__(self) -> str:
+        return "COMPACTOR_DEFAULT"
+
+
+COMPACTOR_DEFAULT = _Default()
+"""`Compactor.run`'s ``summarizer=`` when not given: the compactor's own (None means none)."""
+
 HistoryProcessor: TypeAlias = Callable[[list[Message]], list[Message]]
 """A transform from a message list to a new, compacted one (the input is never mutated)."""
 
@@ -280,27 +291,81 @@ class Compactor:
         Returns the (persistent) view and what happened. If the strategy raises (for
         example `BudgetImpossible`), the view is left as it was.
         """
-        view, work, event, ctx = self._start(source, force)
-        if ctx is None:
-            return view, event
-        ctx.overrides, ctx.target = self.with_room()
-        run_strategy_sync(self.strategy, work, ctx)
-        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            run_strategy_sync(self.rehydrate, work, self._rehydrate_context(ctx))
-        return self._finish(work, event, ctx)
+        view, reason = self._fired(source, force)
+        if reason is None:
+            return view, CompactionEvent.before(view, f"{self.trigger!r} did not fire")
+        work = view.copy()
+        event = self.run(work, reason=reason)
+        self._view = work
+        return work, event
 
     async def compact_async(
         self, source: MessageIndex | Sequence[Message], *, force: bool = False
     ) -> tuple[View, CompactionEvent]:
         """`compact` for strategies that await a model."""
-        view, work, event, ctx = self._start(source, force)
-        if ctx is None:
-            return view, event
-        ctx.overrides, ctx.target = self.with_room()
-        await run_strategy(self.strategy, work, ctx)
-        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            await run_strategy(self.rehydrate, work, self._rehydrate_context(ctx))
-        return self._finish(work, event, ctx)
+        view, reason = self._fired(source, force)
+        if reason is None:
+            return view, CompactionEvent.before(view, f"{self.trigger!r} did not fire")
+        work = view.copy()
+        event = await self.run_async(work, reason=reason)
+        self._view = work
+        return work, event
+
+    def run(
+        self,
+        view: View,
+        *,
+        target: Trigger | None = None,
+        overrides: Overrides | None = None,
+        reason: str = "",
+        check_trigger: bool = True,
+        rehydrate: bool = True,
+        summarizer: ChatModel | _Default | None = COMPACTOR_DEFAULT,
+    ) -> CompactionEvent:
+        """Compact `view` in place now, whatever the trigger says: the one driver every
+        loop runs (`compact`, the `Agent`, a background preparation, the adapters).
+
+        Args:
+            view: the view to edit (`compact` passes a copy of its persistent one).
+            target: when to stop (default: the compactor's, less the rehydration's room).
+            overrides: what this run changes in the strategy's options (default: the
+                compactor's `overrides`, its budget less the rehydration's room).
+            reason: why it runs, for the event.
+            check_trigger: skip the strategy while its own trigger is quiet.
+            rehydrate: run the compactor's `rehydrate` after a compaction that changed
+                the view (False: the caller rehydrates, e.g. after its own steps).
+            summarizer: the model summary strategies use when they have none of their
+                own (default: the compactor's; None: none).
+
+        >>> from kompakt.strategies import Truncation
+        >>> c = Compactor(strategy=Truncation(min_preserved=1))
+        >>> view = View(MessageIndex([Message.user("a"), Message.user("b")]))
+        >>> c.run(view, target=TokensBelow(1)).messages_after, [m.text for m in view.render()]
+        (1, ['b'])
+        """
+        ctx, event, started = self._open(view, target, overrides, reason, summarizer)
+        run_strategy_sync(self.strategy, view, ctx, check_trigger=check_trigger)
+        if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            run_strategy_sync(self.rehydrate, view, self._rehydrate_context(ctx))
+        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+
+    async def run_async(
+        self,
+        view: View,
+        *,
+        target: Trigger | None = None,
+        overrides: Overrides | None = None,
+        reason: str = "",
+        check_trigger: bool = True,
+        rehydrate: bool = True,
+        summarizer: ChatModel | _Default | None = COMPACTOR_DEFAULT,
+    ) -> CompactionEvent:
+        """`run` for strategies that await a model (the same arguments)."""
+        ctx, event, started = self._open(view, target, overrides, reason, summarizer)
+        await run_strategy(self.strategy, view, ctx, check_trigger=check_trigger)
+        if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            await run_strategy(self.rehydrate, view, self._rehydrate_context(ctx))
+        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
 
     def with_room(self) -> tuple[Overrides, Trigger]:
         """The overrides and target to compact with, leaving room for the rehydration
@@ -339,29 +404,32 @@ class Compactor:
             steps=ctx.steps,
         )
 
-    def _start(
+    def _fired(
         self, source: MessageIndex | Sequence[Message], force: bool
-    ) -> tuple[View, View, CompactionEvent, CompactionContext | None]:
+    ) -> tuple[View, str | None]:
+        """The persistent view over `source`, and why to compact it now (None: not now)."""
         view = self.view_for(self._index(source))
-        started = time.perf_counter()
-        event = CompactionEvent.before(view)
-        fired = self.trigger(view)
-        if not fired and not force:
-            event.reason = f"{self.trigger!r} did not fire"
-            return view, view, event, None
-        event.reason = f"{self.trigger!r} fired" if fired else "forced"
-        event.seconds = started  # until `_finish`: when it started
-        work = view.copy()
-        ctx = CompactionContext(
-            work, target=self.target, summarizer=self.summarizer, overrides=self.overrides
-        )
-        return view, work, event, ctx
+        if self.trigger(view):
+            return view, f"{self.trigger!r} fired"
+        return view, "forced" if force else None
 
-    def _finish(
-        self, work: View, event: CompactionEvent, ctx: CompactionContext
-    ) -> tuple[View, CompactionEvent]:
-        self._view = work
-        return work, event.finish(work, ctx.steps, seconds=time.perf_counter() - event.seconds)
+    def _open(
+        self,
+        view: View,
+        target: Trigger | None,
+        overrides: Overrides | None,
+        reason: str,
+        summarizer: ChatModel | _Default | None,
+    ) -> tuple[CompactionContext, CompactionEvent, float]:
+        """A run's context, its event opened on `view` as it is, and when it started."""
+        room_overrides, room_target = self.with_room()
+        ctx = CompactionContext(
+            view,
+            target=room_target if target is None else target,
+            summarizer=self.summarizer if isinstance(summarizer, _Default) else summarizer,
+            overrides=room_overrides if overrides is None else overrides,
+        )
+        return ctx, CompactionEvent.before(view, reason), time.perf_counter()
 
     # -- configuration --------------------------------------------------------------
 

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
-from kompakt.agent.background import BackgroundCompaction, run_compaction
+from kompakt.agent.background import BackgroundCompaction
 from kompakt.agent.calibration import Calibrated, Shifted
 from kompakt.agent.fresh import keep_fresh_results
 from kompakt.agent.overflow_retry import call_recovering
@@ -242,14 +242,15 @@ class Agent:
         if strategy is None:
             if self.compactor is None:
                 raise ConfigError("compact_now() needs `strategy=` or an agent with a compactor")
-            strategy = self.compactor.strategy
+            driver = self.compactor
             overrides = self.compactor.overrides
             stop = as_trigger(target) if target is not None else TokensBelow(view.total_tokens // 2)
         else:
+            driver = self._driver(strategy)
             overrides = NO_OVERRIDES
             stop = as_trigger(target) if target is not None else Never()
         event = await self._compact(
-            strategy, stop, reason="compact_now", check_trigger=False, overrides=overrides
+            driver, stop, reason="compact_now", check_trigger=False, overrides=overrides
         )
         if record:
             self._record(event)
@@ -353,7 +354,7 @@ class Agent:
                 within = self._rehydrate_within()
             try:
                 event = await self._compact(
-                    self.compactor.strategy,
+                    self.compactor,
                     stop,
                     reason=reason,
                     check_trigger=False,
@@ -388,7 +389,7 @@ class Agent:
 
     async def _compact(
         self,
-        strategy: StrategyLike,
+        driver: Compactor,
         stop: Trigger,
         *,
         reason: str,
@@ -396,17 +397,29 @@ class Agent:
         rehydrate_within: int | None = None,
         overrides: Overrides = NO_OVERRIDES,
     ) -> CompactionEvent:
-        view = self._load()
-        work = view.copy()
-        summarizer = self.compactor.summarizer if self.compactor else None
-        event = await run_compaction(
-            work, strategy, stop, summarizer, reason, check_trigger, overrides=overrides
+        """Run `driver` on a copy of the view until `stop`; the copy is then the view.
+
+        The rehydration is the agent's own: after the fresh tool results are back."""
+        work = self._load().copy()
+        event = await driver.run_async(
+            work,
+            target=stop,
+            overrides=overrides,
+            reason=reason,
+            check_trigger=check_trigger,
+            rehydrate=False,
         )
         self._view = work
-        self._after_compaction(work, self._budget(overrides, strategy), rehydrate_within)
+        self._after_compaction(work, self._budget(overrides, driver.strategy), rehydrate_within)
         event.tokens_after, event.messages_after = work.total_tokens, work.message_count
         log.info("session %s: %s", self.session, event.summary())
         return event
+
+    def _driver(self, strategy: StrategyLike) -> Compactor:
+        """A compactor running `strategy` with the agent's summarizer (`compact_now` with
+        a strategy of its own, an overflow's retry)."""
+        summarizer = self.compactor.summarizer if self.compactor else None
+        return Compactor(strategy=strategy, summarizer=summarizer)
 
     def _after_compaction(
         self, view: View, budget: int | None, rehydrate_within: int | None = None
@@ -456,7 +469,7 @@ class Agent:
             stop = Shifted(target, self._offset)
             reason = f"after the run: {self.compactor.trigger!r} fired"
             event = await self._compact(
-                self.compactor.strategy,
+                self.compactor,
                 stop,
                 reason=reason,
                 check_trigger=False,

@@ -48,11 +48,9 @@ from kompakt.messages import Message
 from kompakt.models.base import describe_error
 from kompakt.strategies.base import (
     NO_OVERRIDES,
-    CompactionContext,
     Overrides,
     StrategyLike,
     own_trigger,
-    run_strategy,
 )
 from kompakt.triggers import ContextFraction, TokensExceed, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
@@ -390,13 +388,14 @@ class BackgroundCompaction:
             if gap is not None:
                 steps.append(gap)
         elif not target(view):  # a model-free strategy: run it again, it costs nothing
-            again = await run_compaction(
+            again = await self.compactor.run_async(
                 view,
-                self.compactor.strategy,
-                target,
-                None,
-                PREPARED,
+                target=target,
                 overrides=self.compactor.overrides.shifted(offset),
+                reason=PREPARED,
+                check_trigger=False,
+                rehydrate=False,
+                summarizer=None,
             )
             steps.extend(again.steps)
         event.finish(view, steps, seconds=waited)
@@ -459,14 +458,17 @@ class BackgroundCompaction:
         tokens lower. Taken now: the coroutine runs later, when the figures moved."""
         compactor = self.compactor
         shift = offset + headroom
-        strategy = compactor.strategy
         overrides = compactor.overrides.shifted(shift).fewer(steps)
         stop = Shifted(compactor.target, shift)
-        summarizer = compactor.summarizer
 
         async def compact(snapshot: View) -> CompactionEvent:
-            return await run_compaction(
-                snapshot, strategy, stop, summarizer, PREPARED, overrides=overrides
+            return await compactor.run_async(
+                snapshot,
+                target=stop,
+                overrides=overrides,
+                reason=PREPARED,
+                check_trigger=False,
+                rehydrate=False,
             )
 
         return compact
@@ -483,12 +485,19 @@ async def run_compaction(
     overrides: Overrides = NO_OVERRIDES,
 ) -> CompactionEvent:
     """Run `strategy` on `view` in place until `stop`, its options changed by
-    `overrides` for this run; what happened as an event."""
-    event = CompactionEvent.before(view, reason)
-    ctx = CompactionContext(view, target=stop, summarizer=summarizer, overrides=overrides)
-    t0 = time.perf_counter()
-    await run_strategy(strategy, view, ctx, check_trigger=check_trigger)
-    return event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
+    `overrides` for this run; what happened as an event (`Compactor.run_async` with
+    this strategy and summarizer, no rehydration)."""
+    from kompakt.compactor import Compactor
+
+    return await Compactor(strategy=strategy).run_async(
+        view,
+        target=stop,
+        overrides=overrides,
+        reason=reason,
+        check_trigger=check_trigger,
+        rehydrate=False,
+        summarizer=summarizer,
+    )
 
 
 async def _nothing(view: View) -> None:
