@@ -72,6 +72,7 @@ class Checkpoints:
         raise NotImplementedError
 
     async def _checkpoint(self, result: RunResult) -> None:
+        """Before a model call: swap in what was prepared, compact when due, prepare next."""
         if self.compactor is None:
             return
         view = self._load()
@@ -218,6 +219,7 @@ class Checkpoints:
         return max(1, self.context_window - self._offset) if self.context_window else None
 
     async def _after_run(self, result: RunResult) -> None:
+        """At the end of a run (``after_run``): compact when due, record the view."""
         if self.compactor is not None and self._fires():
             overrides, target = self.compactor.with_room()
             stop = Shifted(target, self._offset)
