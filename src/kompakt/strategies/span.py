@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kompakt.messages import Message
 from kompakt.notes import is_note
+from kompakt.strategies._common import rendered_tokens
 from kompakt.strategies.prompt import strip_header
 from kompakt.view import View
 
@@ -64,14 +65,6 @@ def later_than(view: View, span: Span) -> list[Message]:
     for g in range(last + 1, view.index.group_count):
         out.extend(view.rendered(g))
     return out
-
-
-def rendered_tokens(view: View, g: int) -> int:
-    """What group `g` costs in the view now (its replacement's tokens when replaced)."""
-    r = view.replacement(g)
-    if r is None:
-        return view.index.groups[g].tokens
-    return sum(view.index.tokenizer.count_message(m) for m in r)
 
 
 def select_span(view: View, keep: int) -> Span:
