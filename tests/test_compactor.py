@@ -99,13 +99,25 @@ def test_failed_compaction_leaves_view_untouched() -> None:
 
 
 def test_default_trigger_from_budgeted_and_min_preserved_override() -> None:
-    c = Compactor(strategy=Budgeted(3_000), min_preserved=5)
+    strategy = Budgeted(3_000)
+    c = Compactor(strategy=strategy, min_preserved=5)
     assert c.trigger == TokensExceed(3_000)
-    assert c.strategy.min_preserved == 5
-    assert all(getattr(s, "min_preserved", 5) == 5 for s in c.strategy.strategies)
+    assert c.strategy is strategy and strategy.min_preserved == 2  # overridden per run only
+    assert c.overrides.min_preserved == 5
     idx = history(10)
     view, _ = c.compact(idx)
     assert view.total_tokens <= 3_000
+
+
+def test_min_preserved_override_keeps_that_many_newest_groups() -> None:
+    idx = MessageIndex([Message.user(f"message {i} " + "x" * 400) for i in range(12)])
+    kept = {}
+    for n in (1, 5):
+        c = Compactor(TokensExceed(100), Truncation(), TokensBelow(100), min_preserved=n)
+        view, _ = c.compact(idx, force=True)
+        kept[n] = [m.text.split()[1] for m in view.render()]
+    assert kept[1] == ["11"]
+    assert kept[5] == ["7", "8", "9", "10", "11"]
 
 
 class AsyncDrop(BaseStrategy):
@@ -178,7 +190,8 @@ def test_from_config_toml_text_file_and_dict(tmp_path: Path) -> None:
         assert isinstance(c.strategy, Pipeline)
         collapse, trunc = c.strategy.strategies
         assert isinstance(collapse, CollapseToolResults) and collapse.keep_last == 3
-        assert trunc.trigger == TokensExceed(90_000) and trunc.min_preserved == 3
+        assert trunc.trigger == TokensExceed(90_000)
+        assert c.overrides.preserved(trunc.min_preserved) == 3  # min_preserved, per run
 
 
 def test_from_config_budget() -> None:

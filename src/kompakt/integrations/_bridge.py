@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -320,11 +321,10 @@ class Mirror:
             self.rev = uuid.uuid4().hex
 
     def _lenient(self, error: BudgetImpossible) -> Any:
-        """The compactor, its strategy no longer strict: the view shrinks to the core."""
+        """The compactor, its runs no longer strict (`Overrides.strict`): the view shrinks
+        to the core."""
         warnings.warn(f"kompakt: {error}; sending the smallest view that keeps it", stacklevel=4)
-        strategy = copy.copy(self.compactor.strategy)
-        strategy.strict = False
-        self.compactor.strategy = strategy
+        self.compactor.overrides = dataclasses.replace(self.compactor.overrides, strict=False)
         return self.compactor
 
     # -- the view as data -----------------------------------------------------------------
@@ -499,14 +499,16 @@ def budget_of(compactor: Any) -> int | None:
     >>> budget_of(Budgeted(900)), budget_of(tripped)
     (900, 4000)
     """
+    from kompakt.strategies.base import token_budget_of
+    from kompakt.triggers import TokensBelow, TokensExceed
+
     c = as_compactor(compactor)
-    budget = getattr(getattr(c, "strategy", None), "token_budget", None)
-    if isinstance(budget, int):
+    budget = token_budget_of(c.strategy)
+    if budget is not None:
         return budget
-    for rule in (getattr(c, "target", None), getattr(c, "trigger", None)):
-        limit = getattr(rule, "limit", None)
-        if type(rule).__name__.startswith("Tokens") and isinstance(limit, int):
-            return limit
+    for rule in (c.target, c.trigger):
+        if isinstance(rule, (TokensBelow, TokensExceed)):
+            return rule.limit
     return None
 
 

@@ -112,10 +112,10 @@ class ServeConfig:
         if self.compactor is not None:
             return self.compactor()
         if self.config is not None:
-            from kompakt.eval.compactors import compactor_from_config
+            from kompakt.presets import compactor_from_config
 
             return compactor_from_config(self.config)
-        from kompakt.eval.compactors import make_compactor
+        from kompakt.presets import make_compactor
 
         assert self.budget is not None  # checked in __post_init__
         return make_compactor("budgeted", self.budget, target=self.target)

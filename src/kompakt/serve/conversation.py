@@ -15,6 +15,7 @@ and never compacted away.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kompakt.agent.calibration import Shifted, calibrated_strategy
+from kompakt.agent.calibration import Shifted
 from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats.anthropic import from_anthropic, to_anthropic_messages
@@ -257,7 +258,10 @@ class Conversation:
         c, t = self.mirror.compactor, self.template
         c.trigger = Shifted(t.trigger, self.offset)
         c.target = Shifted(t.target, self.offset)
-        c.strategy = calibrated_strategy(t.strategy, self.offset)
+        # the budget moves by the offset too; what else the run overrides stays (leniency)
+        c.overrides = dataclasses.replace(
+            c.overrides, budget_offset=t.overrides.budget_offset + self.offset
+        )
 
     async def render(self, request_items: Sequence[Any]) -> Rendered:
         """Compact when due, and the items to send."""

@@ -18,7 +18,8 @@ from typing import Any
 
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import CompactionRecord, MessageLike, SessionInfo, StoreBase
+from kompakt.store.base import MessageLike, StoreBase
+from kompakt.store.records import CompactionRecord, SessionInfo
 
 __all__ = ["MemoryStore"]
 

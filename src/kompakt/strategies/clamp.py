@@ -77,7 +77,7 @@ class ClampOversized(BaseStrategy):
         replaced = 0
         cap = view.index.last_user_group
         groups = view.candidates(
-            self.min_preserved,
+            self.preserved(context),
             originals_only=False,
             start=walk.start,
             revisit=walk.revisit,

@@ -96,8 +96,8 @@ class CollapseToolResults(BaseStrategy):
         replaced = 0
         groups = old_tool_groups(
             view,
-            self.keep_last,
-            self.min_preserved,
+            context.overrides.kept(self.keep_last),
+            self.preserved(context),
             self.exclude_tools,
             start=walk.start,
             revisit=walk.revisit,

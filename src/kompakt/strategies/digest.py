@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from kompakt.errors import ConfigError
 from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items
-from kompakt.strategies._summarizer import SummarizingStrategy, ceiling, rendered_tokens
+from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.fit import ceiling
+from kompakt.strategies.span import rendered_tokens
 from kompakt.view import View
 
 __all__ = ["SECTIONS", "ExtractiveDigest", "build_note", "clamp_tokens", "digest", "digest_items"]
@@ -63,7 +65,7 @@ class ExtractiveDigest(SummarizingStrategy):
         self.note_share = note_share
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view, keep_last=self.tail_groups(view, context))
+        span = self.select_span(view, context, keep_last=self.tail_groups(view, context))
         if not span.messages:
             return False
         return self.finish(view, context, span, None)
@@ -73,7 +75,7 @@ class ExtractiveDigest(SummarizingStrategy):
         with one, as many as fit in the share the note leaves (at least `keep_last`)."""
         cap = ceiling(context)
         if cap is None or self.note_share is None:
-            return self.keep_last
+            return self.kept(context)
         room = cap * (1 - self.note_share)
         kept = used = 0
         for g in range(view.index.group_count - 1, -1, -1):
@@ -83,7 +85,7 @@ class ExtractiveDigest(SummarizingStrategy):
             if used > room:
                 break
             kept += 1
-        return max(self.keep_last, kept)
+        return max(self.kept(context), kept)
 
     def summarizer_for(self, context: CompactionContext) -> None:
         return None  # the digest never asks a model, whatever the compaction's summarizer

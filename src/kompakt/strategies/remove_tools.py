@@ -62,7 +62,8 @@ class RemoveToolCalls(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         changed = False
-        for g in old_tool_groups(view, self.keep_last, self.min_preserved, self.exclude_tools):
+        keep = context.overrides.kept(self.keep_last)
+        for g in old_tool_groups(view, keep, self.preserved(context), self.exclude_tools):
             if should_stop(self, view, context):
                 break
             view.drop(g)

@@ -79,7 +79,7 @@ class SupersedeReads(BaseStrategy):
         for g in sorted(seen.stale):
             if should_stop(self, view, context):
                 break
-            if view.protected(g, self.min_preserved):
+            if view.protected(g, self.preserved(context)):
                 continue  # protected for now: asked again next time
             entry = seen.stale.pop(g)
             if not view.is_original(g):  # results collapsed, summarized or dropped since

@@ -62,7 +62,7 @@ class Truncation(BaseStrategy):
         summaries: list[int] = []
         dropped = 0
         stopped = False
-        for g in view.candidates(self.min_preserved, originals_only=False):
+        for g in view.candidates(self.preserved(context), originals_only=False):
             if stop():
                 stopped = True
                 break
