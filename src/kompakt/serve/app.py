@@ -93,6 +93,7 @@ class Proxy:
             max_timeline=config.max_timeline,
         )
         self.started = time.time()
+        self._writes: set[asyncio.Task[None]] = set()
 
     # -- the request's edges -----------------------------------------------------------
 
@@ -277,16 +278,13 @@ class Proxy:
         """Store the new originals, compact when due: the bytes to send, the request's
         record, and the items sent."""
         conv.model = str(req.fields.get("model", conv.model))
-        if new:
-            await self._store_originals(conv)
         note = ""
         try:
             rendered: Rendered | None = await conv.render(conv.items)
         except Exception as e:  # never a 500 for compaction: forward as it came
             log.warning("conversation %s: compaction failed, forwarding as is: %r", conv.id, e)
             rendered, note = None, f"compaction failed ({type(e).__name__}); forwarded as is"
-        if rendered is not None and rendered.event is not None:
-            await self._store_record(conv, rendered)
+        self._persist(conv, rendered)
         index = conv.mirror.index
         turn = Turn(
             at=time.time(),
@@ -332,7 +330,7 @@ class Proxy:
                 log.warning("conversation %s: overflow; compacting harder failed: %r", conv.id, e)
                 turn.note = f"upstream overflow; compacting harder failed ({type(e).__name__})"
                 return as_is, sent_items
-            await self._store_record(conv, rendered)
+            self._persist(conv, rendered)
             content = _content(req, rendered, conv)
         turn.added_ms += (time.perf_counter() - started) * 1000
         turn.tokens_sent = rendered.tokens_sent
@@ -382,6 +380,32 @@ class Proxy:
 
     # -- the store ---------------------------------------------------------------------
 
+    def _persist(self, conv: Conversation, rendered: Rendered | None) -> None:
+        """Write `conv`'s new originals, then the compaction `rendered` made (if any),
+        while the request goes upstream: a conversation's writes run one after another,
+        in the order its requests took the lock; `close` waits for them."""
+        record = None
+        if rendered is not None and rendered.event is not None:
+            record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
+        if record is None and not conv.unstored():
+            return
+        before = conv.writing
+
+        async def write() -> None:
+            if before is not None:
+                await asyncio.wait([before])
+            try:
+                await self._store_originals(conv)
+                if record is not None:
+                    await asyncio.to_thread(self.store.record_compaction, conv.id, record)
+            except Exception as e:  # the request is on its way: say so, do not fail it
+                log.error("conversation %s: writing to the store failed: %r", conv.id, e)
+
+        task = asyncio.ensure_future(write())
+        conv.writing = task
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
     async def _store_originals(self, conv: Conversation) -> None:
         pending = conv.unstored()
         if not pending:
@@ -393,10 +417,6 @@ class Proxy:
             await asyncio.to_thread(self.store.create_session, conv.id, metadata=meta)
         await asyncio.to_thread(self.store.append, conv.id, pending)
         conv.stored += len(pending)
-
-    async def _store_record(self, conv: Conversation, rendered: Rendered) -> None:
-        record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
-        await asyncio.to_thread(self.store.record_compaction, conv.id, record)
 
     # -- the page ----------------------------------------------------------------------
 
@@ -418,6 +438,8 @@ class Proxy:
         return HTMLResponse(conversation_page(self, conv))
 
     async def close(self) -> None:
+        while self._writes:
+            await asyncio.wait(list(self._writes))
         await self.upstream.close()
         self.store.close()
 

@@ -218,10 +218,17 @@ class Conversation:
         self.stats = Stats()
         self.timeline: deque[Turn] = deque(maxlen=max_timeline)
         self.events: list[CompactionEvent] = self.mirror.events
+        self.writing: asyncio.Future[None] | None = None
+        """The last write of its originals and records to the store (they run in order)."""
         self.body: Body | None = None
         """The last request's body, located (the next one is parsed from where it ends)."""
         self._sent: list[Any] | None = None
         self._wire: tuple[list[Any], bytes] | None = None
+
+    @property
+    def idle(self) -> bool:
+        """No request holds it and nothing is waiting to be written: it can be let go."""
+        return not self.lock.locked() and (self.writing is None or self.writing.done())
 
     @property
     def items(self) -> list[Any]:

@@ -196,7 +196,7 @@ class Sessions:
         over = len(self.conversations) - self.max_conversations
         if over <= 0:
             return
-        idle = [c for c in self.conversations.values() if c is not conv and not c.lock.locked()]
+        idle = [c for c in self.conversations.values() if c is not conv and c.idle]
         for old in idle[:over]:
             self._let_go(old)
 
