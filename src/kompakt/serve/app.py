@@ -205,6 +205,7 @@ class Proxy:
         if isinstance(admitted, Response):
             return admitted
         url, raw, headers = admitted
+        read = time.perf_counter()
         name = request.headers.get("x-kompakt-session")
         try:
             claimed = await self._claim(api, raw, name)
@@ -227,6 +228,7 @@ class Proxy:
         finally:
             conv.lock.release()
         turn.added_ms = (time.perf_counter() - started) * 1000
+        turn.read_ms = (read - started) * 1000
         upstream = await self._send(api, "POST", url, headers, content)
         if isinstance(upstream, httpx.Response) and upstream.status_code >= 400:
             upstream, sent_items = await self._recover(

@@ -144,6 +144,8 @@ class Turn:
     """What was sent last time is an exact prefix of what is sent now."""
     added_ms: float
     """Time the proxy spent before forwarding."""
+    read_ms: float = 0.0
+    """Of `added_ms`, the time the request's body took to arrive."""
     compaction: str = ""
     """The compaction event's summary line, when one ran."""
     status: int | None = None
