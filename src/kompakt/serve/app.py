@@ -341,9 +341,8 @@ class Proxy:
             f"upstream overflow ({overflow.message[:120]}); "
             f"compacted to {rendered.tokens_sent:,}, retried"
         )
-        log.info(
-            "conversation %s: upstream overflow, retrying at %d tokens", conv.id, rendered.tokens_sent
-        )
+        sent = rendered.tokens_sent
+        log.info("conversation %s: upstream overflow, retrying at %d tokens", conv.id, sent)
         return await self._send(req.api, "POST", url, headers, content), rendered.items
 
     def _respond(
@@ -496,8 +495,12 @@ def _content(req: _Request, rendered: Rendered | None, conv: Conversation) -> by
             out[key] = system
     text = json.dumps(out, ensure_ascii=False)
     head, _, tail = text.partition(f'"{_SLOT}"')
-    enc = "surrogatepass"
-    return b"".join((head.encode("utf-8", enc), conv.messages_json(messages), tail.encode("utf-8", enc)))
+    array = conv.messages_json(messages)
+    return b"".join((_utf8(head), array, _utf8(tail)))
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 _SLOT = "__kompakt_messages_slot__"

@@ -143,9 +143,7 @@ def _found(raw: bytes, text: str, key: str, head: dict[str, Any], i: int) -> Bod
     return Body(raw, key, head, tail, at(i), at(last), at(close), len(array), array)
 
 
-def _members(
-    text: str, i: int, into: dict[str, Any], key: str, head: dict[str, Any]
-) -> int | None:
+def _members(text: str, i: int, into: dict[str, Any], key: str, head: dict[str, Any]) -> int | None:
     """Read the members after a value at `i` (``, "name": value ... }``) into `into`;
     the end, or None when the object does not close there or names a member twice."""
     while text.startswith(",", i):

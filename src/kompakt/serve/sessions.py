@@ -61,6 +61,8 @@ class Sessions:
         self.conversations: OrderedDict[str, Conversation] = OrderedDict()
         """In memory, least recently used first."""
         self.chains = Chains()
+        self.followed = 0
+        """Requests read from where their conversation's last body ended (`follow`)."""
         self.released = 0
         """Conversations let go so far."""
         self.rebuilt = 0
@@ -103,6 +105,7 @@ class Sessions:
                 conv.lock.release()
                 raise
             self._taken(conv, n, body)
+            self.followed += 1
             return conv, body, new
         return None
 
@@ -222,9 +225,7 @@ class Sessions:
                 return cid, k
         return None
 
-    async def _rebuild(
-        self, api: Api, cid: str, source: Sequence[Any]
-    ) -> Conversation | None:
+    async def _rebuild(self, api: Api, cid: str, source: Sequence[Any]) -> Conversation | None:
         """Conversation `cid` read back from the store, when `source` continues it."""
         if self.store is None or cid in self.conversations:
             return None
