@@ -3,11 +3,13 @@
 1. Latency added per request at 100, 1k and 10k-message conversations: each size is
    grown by requests of 2 new messages (the answer and a user turn), each body sent
    through the proxy and, in the same run, the same bytes straight to the same upstream;
-   p50/p99 of the difference, and the proxy's own time before forwarding (read,
-   recognise, compact when due, serialise). The upstream answers at once without reading
-   the messages, so only the proxy is measured. The upstream and the client run in
-   processes of their own, the proxy in this one (as deployed: nothing shares its GIL).
-   Percentiles are over few requests on a shared machine: read the p99 as a rough bound.
+   p50/p99 of the difference, and the proxy's own time before forwarding (reading the
+   body, then recognising, compacting when due, serialising). The upstream answers at
+   once without reading the messages, so only the proxy is measured. The same body sent
+   to a route the proxy passes through unchanged measures the HTTP hop alone (what any
+   proxy on this stack costs). The upstream and the client run in processes of their
+   own, the proxy in this one (as deployed: nothing shares its GIL). Percentiles are over
+   few requests on a shared machine: read the p99 as a rough bound.
 2. Requests per second: 20 conversations at once, 20 requests each.
 3. A replayed 300-turn tool-using run at a 6,000-token budget: upstream tokens saved,
    compactions, and the share of requests whose compacted prefix was unchanged
@@ -51,7 +53,7 @@ async def _answer(request: Request) -> Response:
 
 
 def null_upstream() -> Starlette:
-    return Starlette(routes=[Route("/v1/chat/completions", _answer, methods=["POST"])])
+    return Starlette(routes=[Route("/{path:path}", _answer, methods=["POST"])])
 
 
 def conversation(n: int, tag: str) -> list[dict[str, Any]]:
@@ -73,6 +75,7 @@ def client(proxy_url: str, direct_url: str, n: int, reps: int) -> None:
     history = conversation(n, f"n{n}-")
     through: list[float] = []
     direct: list[float] = []
+    hop: list[float] = []
     with httpx.Client(timeout=600) as http:
         for r in range(reps + 2):  # two warm-up requests: the first indexes the history cold
             history = [*history, {"role": "user", "content": f"next {r}"}]
@@ -83,11 +86,14 @@ def client(proxy_url: str, direct_url: str, n: int, reps: int) -> None:
             t1 = time.perf_counter()
             http.post(f"{proxy_url}/v1/chat/completions", content=raw, headers=head)
             t2 = time.perf_counter()
+            http.post(f"{proxy_url}/v1/relayed", content=raw, headers=head)  # passed through
+            t3 = time.perf_counter()
             if r >= 2:
                 direct.append((t1 - t0) * 1000)
                 through.append((t2 - t1) * 1000)
+                hop.append((t3 - t2) * 1000)
             history.append({"role": "assistant", "content": f"answer {r}"})
-    print(json.dumps({"direct": direct, "through": through}))
+    print(json.dumps({"direct": direct, "through": through, "hop": hop}))
 
 
 def latency(proxy_url: str, direct_url: str, proxy: Any, n: int, reps: int) -> None:
@@ -96,18 +102,19 @@ def latency(proxy_url: str, direct_url: str, proxy: Any, n: int, reps: int) -> N
         [sys.executable, __file__, *args], capture_output=True, text=True, check=True
     ).stdout
     times = json.loads(out.splitlines()[-1])
-    direct, through = times["direct"], times["through"]
+    direct, through, hop = times["direct"], times["through"], times["hop"]
     conv = next(c for c in proxy.sessions.conversations.values() if len(c.items) >= n)
     turns = list(conv.timeline)[2:]
     inside = [t.added_ms for t in turns]
     work = [t.added_ms - t.read_ms for t in turns]
     first = next(iter(conv.timeline)).added_ms
     added = [b - a for a, b in zip(direct, through, strict=True)]
+    relay = [b - a for a, b in zip(direct, hop, strict=True)]
     print(
         f"{n:>6,} messages: direct p50 {pct(direct, 0.5):7.2f} ms | through proxy p50 "
         f"{pct(through, 0.5):7.2f} ms | added p50 {pct(added, 0.5):6.2f} "
-        f"p99 {pct(added, 0.99):6.2f}"
-        f" ms | proxy's own time p50 {pct(inside, 0.5):6.2f} p99 {pct(inside, 0.99):6.2f} ms"
+        f"p99 {pct(added, 0.99):6.2f} ms (the hop alone, an uncompacted route: p50 "
+        f"{pct(relay, 0.5):5.2f}) | proxy's own time p50 {pct(inside, 0.5):6.2f} p99 {pct(inside, 0.99):6.2f} ms"
         f" (after the body arrived: p50 {pct(work, 0.5):5.2f} p99 {pct(work, 0.99):5.2f})"
         f" | first (cold) {first:7.1f} ms"
     )
