@@ -114,7 +114,8 @@ def latency(proxy_url: str, direct_url: str, proxy: Any, n: int, reps: int) -> N
         f"{n:>6,} messages: direct p50 {pct(direct, 0.5):7.2f} ms | through proxy p50 "
         f"{pct(through, 0.5):7.2f} ms | added p50 {pct(added, 0.5):6.2f} "
         f"p99 {pct(added, 0.99):6.2f} ms (the hop alone, an uncompacted route: p50 "
-        f"{pct(relay, 0.5):5.2f}) | proxy's own time p50 {pct(inside, 0.5):6.2f} p99 {pct(inside, 0.99):6.2f} ms"
+        f"{pct(relay, 0.5):5.2f}) | proxy's own time p50 {pct(inside, 0.5):6.2f} "
+        f"p99 {pct(inside, 0.99):6.2f} ms"
         f" (after the body arrived: p50 {pct(work, 0.5):5.2f} p99 {pct(work, 0.99):5.2f})"
         f" | first (cold) {first:7.1f} ms"
     )
