@@ -1,16 +1,16 @@
 """End to end: the real `openai` client, through `kompakt serve`, to llama.cpp's server
 running SmolLM2 with a 2,048-token window. A tool-using run that outgrows the window
-(12 turns, 24 requests: the 300-turn replay runs against the fake upstream in
-test_serve.py, a real model on two cores cannot read that much in a test) is answered on
-every request; every request that reaches the server is a valid conversation within the
-proxy's budget; the one the server refuses as too long (its last tool result is a list of
-hex digests, which the server's tokenizer counts at several times kompakt's estimate) is
-compacted harder and retried once. The tiny model's answers are not judged, only the
-plumbing.
+(up to 20 turns: the 300-turn replay runs against the fake upstream in test_serve.py, a
+real model on two cores cannot read that much in a test) is answered on every request;
+every request that reaches the server is a valid conversation within the proxy's budget;
+the one the server refuses as too long is compacted harder and retried once. It is made
+to overflow: its new user message is a list of hex digests, which the server's tokenizer
+counts at several times kompakt's estimate, sized to go a little past the window. The
+tiny model's answers are not judged, only the plumbing.
 
-Most requests ask for one token (``max_tokens=1``): the server still reads every prompt,
-but with the prefix the proxy keeps stable it reads only what is new (llama.cpp reuses the
-prompt it has), so the run stays short."""
+Every request asks for one token or a few: the server still reads every prompt, but with
+the prefix the proxy keeps stable it reads only what is new (llama.cpp reuses the prompt
+it has), so the run stays short."""
 
 from __future__ import annotations
 
@@ -35,10 +35,14 @@ pytestmark = pytest.mark.model
 WINDOW = 2_048
 BUDGET = 1_500
 """The proxy's budget, by kompakt's estimate (calibrated by the usage the server reports)."""
-OVER = 150
-"""The last tool result makes the prompt this many tokens longer than the window (by the
+OVER = 40
+"""The overflowing request's prompt is this many tokens longer than the window (by the
 server's count)."""
-TURNS = 12
+ROOM = range(900, 1_150)
+"""Overflow, after a compaction, when the prompt is this large: large enough that the
+rest of the history can make room for the listing, small enough that the listing does
+not make the proxy compact first (its estimate of the listing is several times low)."""
+TURNS = 20
 
 
 @pytest.fixture(scope="module")
@@ -96,14 +100,20 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
     app = create_app(config, client=client)
     history: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
     answered = prompt = 0
+    overflow = False
+    sessions = app.state.proxy.sessions
     with serving(app) as url:
         llm = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=300)
-        steps = list(_steps())
-        for n, step in enumerate(steps):
+        for n, step in enumerate(_steps()):
             history += step
             if history[-1]["role"] == "assistant":
                 continue
-            if n % 9 == 0:  # now and then a streamed answer of a few tokens
+            compacted = any(c.stats.compactions for c in sessions.conversations.values())
+            overflow = history[-1]["role"] == "user" and prompt in ROOM and compacted
+            if overflow:  # the user pastes a listing: just past the window
+                listing = _digests(WINDOW - prompt + OVER)
+                history[-1] = {"role": "user", "content": f"What is in here?\n{listing}"}
+            elif n % 9 == 0:  # now and then a streamed answer of a few tokens
                 stream = llm.chat.completions.create(
                     model="smollm2",
                     messages=history,  # type: ignore[arg-type]
@@ -112,8 +122,6 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
                 )
                 answered += any(c.choices for c in list(stream))
                 continue
-            if n == len(steps) - 2:  # the last request: its tool result overflows the window
-                history[-1]["content"] = _digests(WINDOW - prompt + OVER)
             reply = llm.chat.completions.create(
                 model="smollm2",
                 messages=history,  # type: ignore[arg-type]
@@ -122,10 +130,13 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
             assert reply.usage is not None
             prompt = reply.usage.prompt_tokens
             answered += 1
+            if overflow:
+                break
     proxy = app.state.proxy
     conv = next(iter(proxy.sessions.conversations.values()))
     requests = conv.stats.requests
-    assert answered == requests == 2 * TURNS
+    assert overflow, f"no prompt of {ROOM} tokens after a compaction in {TURNS} turns"
+    assert answered == requests
     assert len(proxy.sessions.conversations) == 1
     assert all(t.status == 200 for t in conv.timeline), [t.note for t in conv.timeline]
     assert all(not problems for problems, _ in upstream), upstream
@@ -134,7 +145,7 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
     assert len(recovered) == 1 and "retried" in recovered[0].note, [t.note for t in recovered]
     assert recovered[0] is conv.timeline[-1]
     assert len(upstream) == requests + 1  # the refused request and its one retry
-    assert conv.stats.compactions >= 2
+    assert conv.stats.compactions >= 2 and requests >= 16
     assert conv.timeline[-1].tokens_full > BUDGET  # uncompacted, it would not fit
     reported = [t.usage for t in conv.timeline if t.usage is not None]
     assert reported and max(reported) <= WINDOW
