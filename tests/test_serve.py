@@ -73,6 +73,7 @@ def test_a_300_turn_tool_run_reaches_the_upstream_valid_and_under_budget(
     assert all(s.body["tools"] == TOOLS for s in upstream.seen)  # only messages change
     conv = next(iter(proxy.sessions.conversations.values()))
     assert len(proxy.sessions.conversations) == 1  # recognised without a header
+    assert proxy.sessions.followed >= requests - 2  # each read only where it was new
     assert conv.stats.compactions >= 5
     # between compactions the prefix sent upstream is the same bytes
     assert conv.stats.stable >= 0.9 * (requests - 1 - conv.stats.compactions)

@@ -261,6 +261,21 @@ class Compactor:
         """Forget the view: the next compaction starts from the originals."""
         self._view = None
 
+    def adopt(self, view: View) -> None:
+        """Make `view` the persistent view: one compacted outside this compactor (for
+        example by `kompakt.recovery.compact_for_retry` after an overflow), so the next
+        compaction builds on it.
+
+        >>> from kompakt import Message, MessageIndex
+        >>> from kompakt.strategies import Truncation
+        >>> view = View(MessageIndex([Message.user("hi")]))
+        >>> compactor = Compactor(strategy=Truncation())
+        >>> compactor.adopt(view)
+        >>> compactor.view_for(view.index) is view
+        True
+        """
+        self._view = view
+
     def _index(self, source: MessageIndex | Sequence[Message] | Any) -> MessageIndex:
         if isinstance(source, MessageIndex):
             return source

@@ -200,16 +200,31 @@ class Mirror:
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):
-            obj = source[pos]
-            parts = [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
-            stored = self.index.extend(parts)
-            for k, m in enumerate(stored):
-                self._origin[m.id] = (pos, k, len(stored))
-                self._digests[m.id] = m.digest
-            seen.append(obj)
+            self._take(source[pos], self._parts(source[pos], pos))
         if carried is not None:
             self.restore(carried)
         return len(source) - n
+
+    def extend(self, items: Sequence[Any]) -> list[Message]:
+        """Take in `items` that follow what was seen (the caller knows they do, so
+        nothing seen is compared again); returns the new originals. Each item is
+        converted before any is taken, so one that does not convert leaves the mirror
+        as it was."""
+        n = len(self._source)
+        parts = [self._parts(obj, n + k) for k, obj in enumerate(items)]
+        return [m for obj, p in zip(items, parts, strict=True) for m in self._take(obj, p)]
+
+    def _parts(self, obj: Any, pos: int) -> list[Message]:
+        return [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
+
+    def _take(self, obj: Any, parts: list[Message]) -> list[Message]:
+        pos = len(self._source)
+        stored = self.index.extend(parts)
+        for k, m in enumerate(stored):
+            self._origin[m.id] = (pos, k, len(stored))
+            self._digests[m.id] = m.digest
+        self._source.append(obj)
+        return stored
 
     def _prefix(self, source: Sequence[Any]) -> bool:
         """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
@@ -309,7 +324,7 @@ class Mirror:
 
     def _adopt(self, view: View, event: Any) -> View:
         # the compactor's persistent view: later compactions build on it
-        self.compactor._view = view
+        self.compactor.adopt(view)
         self._ran(event)
         return view
 

@@ -60,6 +60,9 @@ class ServeConfig:
     """Seconds to wait on the upstream (connect, each read, each write)."""
     max_timeline: int = 500
     """Events kept per conversation for the page."""
+    max_conversations: int = 256
+    """Conversations kept in memory, the least recently used let go first; one let go
+    is rebuilt from the store when a request continues it."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
 
     def __post_init__(self) -> None:
@@ -85,6 +88,10 @@ class ServeConfig:
             raise ConfigError(f"`target` must be in (0, 1], got {self.target!r}")
         if self.max_body_bytes < 1:
             raise ConfigError(f"`max_body_bytes` must be > 0, got {self.max_body_bytes!r}")
+        if self.max_conversations < 1:
+            raise ConfigError(
+                f"`max_conversations` must be at least 1, got {self.max_conversations!r}"
+            )
         if self.timeout <= 0:
             raise ConfigError(f"`timeout` must be > 0 seconds, got {self.timeout!r}")
 
