@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -236,7 +237,7 @@ _MAX_COMMAND_CHARS = 100
 _MAX_ERROR_CHARS = 200
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # one candidate is itself: compared by identity
 class _Item:
     section: str
     text: str
@@ -920,11 +921,12 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
             firsts.append(item)
     costs = {id(i): _cost(i, tok) for i in ranked}
     # first the best item of every section, then the rest by value for their size
+    first_ids = {id(i) for i in firsts}
     rest = sorted(
-        (i for i in ranked if i not in firsts),
+        (i for i in ranked if id(i) not in first_ids),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    picked = _Chosen(rules)
+    picked = _Chosen(rules, Counter(w for i in ranked for w in _words(i.text)))
     used = 0
     for item in [*firsts, *rest]:
         header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
@@ -937,8 +939,14 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         used += cost
     chosen = picked.items
     note = _render(chosen, rules)
-    while chosen and tok.count_text(note) > max_tokens:  # estimates were low: drop the weakest
-        chosen.remove(min(chosen, key=lambda i: i.score))
+    while chosen and (excess := tok.count_text(note) - max_tokens) > 0:
+        # the estimates were low: the weakest go, as many as make up the excess
+        weakest = sorted(chosen, key=lambda i: i.score)
+        gone = 0
+        while weakest and gone < excess:
+            item = weakest.pop(0)
+            chosen.remove(item)
+            gone += costs[id(item)]
         note = _render(chosen, rules)
     if tok.count_text(note) > max_tokens:
         note = clamp_tokens(note, max_tokens, tok)
@@ -998,11 +1006,14 @@ class _Chosen:
 
     Lines worded alike are found by prefix filtering: two word sets with a Jaccard
     similarity of at least `_ALIKE` share a word among the first few of each (in one
-    fixed order of words, longest first), so only lines sharing one of those are compared.
+    fixed order of words: rarest among the candidates first), so only lines sharing one of
+    those are compared.
     """
 
-    def __init__(self, rules: Sequence[str]) -> None:
+    def __init__(self, rules: Sequence[str], frequency: Counter[str]) -> None:
+        self.frequency = frequency  # of each word among the candidates: rare words first
         self.items: list[_Item] = []
+        self.quoted = ""  # the texts of every line but identifiers, joined by NUL
         self.sections: set[str] = set()
         self.sources: set[str] = set()
         self.rules = [_words(r) for r in rules]
@@ -1019,15 +1030,23 @@ class _Chosen:
             self.sources.add(item.source)
         self.keyed[item.section] = self.keyed.get(item.section, "") + "\0" + item.key
         self.texts[item.section] = self.texts.get(item.section, "") + "\0" + item.text
+        if item.section != "identifiers":
+            self.quoted += "\0" + item.text
         words = _words(item.text)
         entry = (words, _values(item.text))
-        for w in _prefix(words):
+        for w in self.prefix(words):
             self.alike.setdefault((item.section, w), []).append(entry)
+
+    def prefix(self, words: frozenset[str]) -> list[str]:
+        """The words of a set that any set alike to it (`_similar`) shares one of: its
+        rarest, so that few lines share them."""
+        n = len(words) - math.ceil(_ALIKE * len(words)) + 1
+        return sorted(words, key=lambda w: (self.frequency[w], w))[:n]
 
     def redundant(self, item: _Item) -> bool:
         section = item.section
         if section == "identifiers":  # already quoted verbatim elsewhere in the note
-            return any(item.text in o.text for o in self.items if o.section != "identifiers")
+            return item.text in self.quoted
         if section == "files":
             return False
         if section == "facts" and any(
@@ -1041,22 +1060,18 @@ class _Chosen:
             words, values = _words(item.text), _values(item.text)
             if any(_similar(words, r) for r in self.rules):
                 return True
-            # alike in words is not the same when it states another value
+            # alike in words is not the same when it states another value; among many
+            # lines of one template, the newest few are compared (a miss keeps a line)
             return any(
                 _similar(words, w) and values <= v
-                for p in _prefix(words)
-                for w, v in self.alike.get((section, p), ())
+                for p in self.prefix(words)
+                for w, v in self.alike.get((section, p), ())[-_ALIKE_COMPARED:]
             )
         return False
 
 
 _ALIKE = 0.6
-
-
-def _prefix(words: frozenset[str]) -> list[str]:
-    """The words of a set that any set alike to it (`_similar`) shares one of."""
-    n = len(words) - math.ceil(_ALIKE * len(words)) + 1
-    return sorted(words, key=lambda w: (-len(w), w))[:n]
+_ALIKE_COMPARED = 48  # lines sharing a word with a candidate that it is compared with
 
 
 # Read once per text: the note compares each candidate with every line chosen before it.
@@ -1096,9 +1111,10 @@ def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
         if fenced:
             out.append("<tool_output>")
         reads = [i for i in items if _quiet_read(i)]
+        read_ids = {id(i) for i in reads}
         source = ""
         for i in items:
-            if i in reads:
+            if id(i) in read_ids:
                 continue
             if i.source and i.source == source:  # more from the same call: under its label
                 out.append("  " + i.text.replace("\n", "\n  "))
