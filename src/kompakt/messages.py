@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, Literal, TypeAlias
 
 from kompakt.errors import InputError
@@ -169,7 +170,7 @@ class Message:
         elif not isinstance(self.content, tuple):
             object.__setattr__(self, "content", tuple(self.content))
         calls = self.tool_calls
-        if not isinstance(calls, tuple) or not all(type(c) is ToolCall for c in calls):
+        if not isinstance(calls, tuple) or (calls and not all(type(c) is ToolCall for c in calls)):
             object.__setattr__(self, "tool_calls", tuple(_as_call(c) for c in calls))
         if not isinstance(self.covers, tuple):
             object.__setattr__(self, "covers", tuple(self.covers))
@@ -315,10 +316,24 @@ class Message:
             changes["id"] = ""
         if isinstance(changes.get("content"), str):
             changes["content"] = _text_parts(changes["content"])
-        return replace(self, **changes)
+        if type(self) is not Message or not changes.keys() <= _FIELD_NAMES:
+            return replace(self, **changes)  # a subclass's fields, or the error for a bad name
+        # what `replace` does (every field copied, the changes applied, then __post_init__),
+        # without building keyword arguments for __init__: strategies evolve one per group
+        new = object.__new__(Message)
+        setattr_ = object.__setattr__
+        for name, value in zip(_FIELDS, _ALL_FIELDS(self), strict=True):
+            setattr_(new, name, value)
+        for name, value in changes.items():
+            setattr_(new, name, value)
+        new.__post_init__()
+        return new
 
 
 _CONTENT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "synthetic", "covers")
+_FIELDS = tuple(f.name for f in fields(Message))
+_FIELD_NAMES = frozenset(_FIELDS)
+_ALL_FIELDS = attrgetter(*_FIELDS)
 
 
 def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
