@@ -123,7 +123,24 @@ class View:
 
     def drop(self, group: int) -> None:
         """Send nothing for `group` (its originals stay in the index)."""
-        self._set(group, _EMPTY)
+        g = self.index.groups[group]
+        if group in self._replaced or g.open_calls or self._journal is not None:
+            self._set(group, _EMPTY)
+            return
+        # `_set` for the common case, an original group dropped (truncation drops
+        # thousands in a row): the same accounting, without the general bookkeeping
+        self._replaced[group] = _EMPTY
+        self._removed_tokens += g.tokens
+        self._removed_chars += g.chars
+        self._removed_msgs += g.end - g.start
+        if g.kind == "user":
+            self._removed_user_groups += 1
+        elif g.kind == "tool_call":
+            self._removed_tool_groups += 1
+        self._dropped_groups += 1
+        if group < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
 
     def replace(
         self, group: int, messages: Iterable[Message], *, tokens: int | None = None
