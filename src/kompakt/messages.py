@@ -251,14 +251,10 @@ class Message:
         """
         if not text or not synthetic or role not in ROLES or type(covers) is not tuple:
             return cls(role=role, content=_text_parts(text), synthetic=synthetic, covers=covers)
-        setattr_, new = object.__setattr__, object.__new__
-        part = new(Part)
-        setattr_(part, "kind", "text")
-        setattr_(part, "text", text)
-        setattr_(part, "data", {})
-        m = new(cls)
+        setattr_ = object.__setattr__
+        m = object.__new__(cls)
         setattr_(m, "role", role)
-        setattr_(m, "content", (part,))
+        setattr_(m, "content", (_text_part(text),))
         setattr_(m, "tool_calls", ())
         setattr_(m, "tool_call_id", None)
         setattr_(m, "name", None)
@@ -312,7 +308,7 @@ class Message:
         >>> Message.user("a").evolve(pinned=True).pinned
         True
         """
-        if "id" not in changes and any(k in changes for k in _CONTENT_FIELDS):
+        if "id" not in changes and not changes.keys().isdisjoint(_CONTENT_FIELDS):
             changes["id"] = ""
         if isinstance(changes.get("content"), str):
             changes["content"] = _text_parts(changes["content"])
@@ -345,7 +341,16 @@ def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
 
 
 def _text_parts(text: str) -> tuple[Part, ...]:
-    return (Part(text=text),) if text else ()
+    return (_text_part(text),) if text else ()
+
+
+def _text_part(text: str) -> Part:
+    """``Part(text=text)``, built without the dataclass `__init__` (one per note)."""
+    part = object.__new__(Part)
+    object.__setattr__(part, "kind", "text")
+    object.__setattr__(part, "text", text)
+    object.__setattr__(part, "data", {})
+    return part
 
 
 def _digest(m: Message) -> str:
