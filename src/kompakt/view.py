@@ -42,6 +42,9 @@ class View:
     def __init__(self, index: MessageIndex) -> None:
         self.index = index
         self._replaced: dict[int, tuple[Message, ...]] = {}
+        # tokens and characters of each (non-empty) replacement, as accounted when it was
+        # put in: taking it out again, or pricing the group, counts nothing twice
+        self._sizes: dict[int, tuple[int, int, tuple[Message, ...]]] = {}
         # a pending group replaced (its arrived results clamped) may still grow: the size
         # it had then, so the results that arrive later are sent after its replacement
         self._partial: dict[int, tuple[int, int, int]] = {}
@@ -110,6 +113,27 @@ class View:
         if r is None:
             return self.index.group_messages(group)
         return r + self._arrived(group) if self._partial else r
+
+    def group_tokens(self, group: int) -> int:
+        """Tokens the group contributes to `render()` (what `rendered(group)` costs).
+
+        >>> from kompakt.index import MessageIndex
+        >>> view = View(MessageIndex([Message.user("a" * 40), Message.assistant("b")]))
+        >>> view.group_tokens(0)
+        14
+        >>> view.replace(0, [Message.user("a")])
+        >>> view.group_tokens(0)
+        5
+        """
+        r = self._replaced.get(group)
+        if r is None:
+            return self.index.groups[group].tokens
+        known = self._sizes.get(group) if r else None
+        count = self.index.tokenizer.count_message
+        tokens = known[0] if known is not None and known[2] is r else sum(map(count, r))
+        if self._partial:
+            tokens += sum(map(count, self._arrived(group)))
+        return tokens
 
     def _arrived(self, group: int) -> tuple[Message, ...]:
         """Results that joined a pending group after it was replaced."""
@@ -232,13 +256,22 @@ class View:
         if not r:
             self._dropped_groups += sign
             return
-        count = self.index.tokenizer.count_message
-        if len(r) == 1:
-            self._added_tokens += sign * (count(r[0]) if tokens is None else tokens)
-            self._added_chars += sign * r[0].char_count
+        g = group.index
+        known = self._sizes.pop(g, None) if sign < 0 else None
+        if known is not None and known[2] is r:
+            tokens, chars = known[0], known[1]
         else:
-            self._added_tokens += sign * (sum(count(m) for m in r) if tokens is None else tokens)
-            self._added_chars += sign * sum(m.char_count for m in r)
+            count = self.index.tokenizer.count_message
+            if len(r) == 1:
+                tokens = count(r[0]) if tokens is None else tokens
+                chars = r[0].char_count
+            else:
+                tokens = sum(map(count, r)) if tokens is None else tokens
+                chars = sum([m.char_count for m in r])
+        if sign > 0:
+            self._sizes[g] = (tokens, chars, r)
+        self._added_tokens += sign * tokens
+        self._added_chars += sign * chars
         self._added_msgs += sign * len(r)
 
     # -- totals (the same names as MessageIndex, so triggers read either) -----------
@@ -439,6 +472,7 @@ class View:
         other = View.__new__(View)
         other.__dict__.update(self.__dict__)
         other._replaced = dict(self._replaced)
+        other._sizes = dict(self._sizes)
         other._partial = dict(self._partial)
         other._memos = dict(self._memos)
         other._cursors = dict(self._cursors)

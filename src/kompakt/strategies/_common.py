@@ -161,10 +161,7 @@ def tool_names(messages: Iterable[Message]) -> set[str]:
 
 def rendered_tokens(view: View, group: int) -> int:
     """Tokens the group currently contributes to the view."""
-    if view.is_original(group):
-        return view.index.groups[group].tokens
-    count = view.index.tokenizer.count_message
-    return sum(count(m) for m in view.rendered(group))
+    return view.group_tokens(group)
 
 
 def first_line(text: str) -> str:
