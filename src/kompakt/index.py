@@ -154,16 +154,16 @@ class MessageIndex:
         # `append` and `_place`, inlined with their lookups hoisted: building an index is
         # this loop. A tool result answering the group before it (the common case) and an
         # assistant text or user message that cannot be a note take the short paths.
-        positions, stored, token_list = self._positions, self._messages, self._tokens
+        positions, stored = self._positions, self._messages
         first = len(stored)
-        group_of, count, place = self._group_of, self.tokenizer.count_message, self._place
+        store, store_tokens = stored.append, self._tokens.append
+        store_group, count, place = self._group_of.append, self.tokenizer.count_message, self._place
         groups, open_calls = self._groups, self._open_calls
         total_tokens = total_chars = 0
         try:
-            for message in messages:
+            for pos, message in enumerate(messages, first):
                 if message.id in positions:
                     message = self._unique(message)
-                pos = len(stored)
                 tokens = count(message)
                 if message.metadata:
                     tokens = _usage_tokens(message, tokens)
@@ -212,9 +212,9 @@ class MessageIndex:
                 group.chars += chars
                 if message.pinned or message.memory:
                     group.pinned = True
-                stored.append(message)
-                token_list.append(tokens)
-                group_of.append(group.index)
+                store(message)
+                store_tokens(tokens)
+                store_group(group.index)
                 positions[message.id] = pos
                 total_tokens += tokens
                 total_chars += chars
