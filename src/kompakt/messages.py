@@ -292,9 +292,13 @@ class Message:
     def char_count(self) -> int:
         """Characters of text, tool-call names and arguments (what a char estimate sees)."""
         content = self.content
-        n = len(content[0].text) if len(content) == 1 else sum(len(p.text) for p in content)
-        for c in self.tool_calls:
-            n += len(c.name) + len(c.arguments)
+        if len(content) == 1:
+            n = len(content[0].text)
+        else:
+            n = sum([len(p.text) for p in content]) if content else 0
+        if self.tool_calls:
+            for c in self.tool_calls:
+                n += len(c.name) + len(c.arguments)
         return n
 
     @property
