@@ -29,6 +29,7 @@ import copy
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -648,7 +649,7 @@ def _read(
 ) -> tuple[list[Message], Callable[[list[Message]], Any]]:
     """The messages, and how to turn the result back into the input's format."""
     is_list = isinstance(messages, Sequence) and not isinstance(messages, (str, bytes))
-    if is_list and all(isinstance(m, Message) for m in messages):
+    if is_list and all(map(isinstance, messages, repeat(Message))):
         if hasattr(messages, "format"):  # a Conversation: keep its format and envelope
             return list(messages), lambda out: _like(messages, out)
         return list(messages), lambda out: out
