@@ -511,12 +511,16 @@ class View:
 
     def _front(self) -> int:
         """First group (not system, not dropped) sent; advances a cached scan point."""
-        groups = self.index.groups
-        i = self._scan_from
-        while i < len(groups) and (groups[i].kind == "system" or self.is_dropped(i)):
+        groups, replaced = self.index.groups, self._replaced
+        i, n = self._scan_from, len(groups)
+        dropped = 0
+        while i < n:
             if groups[i].kind != "system":
-                self._dropped_before_scan += 1
+                if replaced.get(i) != _EMPTY:  # is_dropped, inlined: a long dropped run
+                    break
+                dropped += 1
             i += 1
+        self._dropped_before_scan += dropped
         self._scan_from = i
         return i
 
