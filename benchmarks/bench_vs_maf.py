@@ -8,7 +8,7 @@ size, and both count tokens with a 4-characters-a-token estimate. Measured:
 (b) cold budgeted truncation of a fresh history to a fixed token budget;
 (c) collapsing old tool results into short notes (and the tokens that saves);
 (d) the cheap chain held to the budget: kompakt's default `Budgeted` chain without its
-    digest (supersede, clamp, collapse, clamp to budget, then truncation) against the
+    digest (supersede, clamp, clamp to budget, collapse, then truncation) against the
     harness's `TieredCompaction` of dedupe -> clamp -> clear -> slide.
 
 Per-turn rows are medians; cold rows (b)-(d) are the best of ``--repeat`` runs on a
@@ -219,9 +219,11 @@ def kompakt_cold(n: int, repeat: int, make: Callable[[], Any]) -> tuple[list[flo
 
 
 def chain_without_digest() -> list[StrategyLike]:
-    """`Budgeted`'s default chain without its last step, the digest (the harness's tiers
-    write no note either): supersede, clamp, collapse, clamp to budget."""
-    return default_chain(BUDGET)[:-1]
+    """`Budgeted`'s default chain without its digest (the harness's tiers write no note
+    either): supersede, clamp, clamp to budget, collapse."""
+    from kompakt.strategies.digest import ExtractiveDigest
+
+    return [s for s in default_chain(BUDGET) if not isinstance(s, ExtractiveDigest)]
 
 
 # -- the peers (each runs in a child process) ---------------------------------------------
