@@ -175,6 +175,7 @@ _IDENT_RE = re.compile(
 )
 _VALUE_GROUPS = frozenset({2, 3, 4, 8})
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_DIGIT_RE = re.compile(r"\d")
 _ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
 _VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
 _WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
@@ -226,6 +227,8 @@ _STATUS_RE = re.compile(r" → (exit -?\d+)$")
 _CD_PREFIX_RE = re.compile(r"^(?:\s*cd\s+\S+\s*(?:&&|;)\s*)+")
 
 _MAX_ITEM_CHARS = 300
+_KEY_HEAD, _KEY_TAIL = 1_000, 3_000  # characters of a long output `key_lines` reads
+_KEY_LINES_HEAD, _KEY_LINES_TAIL = 3, 12  # and lines of them
 _IMPERATIVE_RE = re.compile(  # tool text that addresses the reader: data, never a fact
     r"^\W*(?:please\s+|now\s+|you\s+(?:must|should|need to|have to)\s+)?(?:ignore|disregard"
     r"|forget|override|run|execute|exec|delete|remove|drop|upload|send|download|curl|wget"
@@ -706,6 +709,12 @@ def key_lines(text: str, limit: int = 2) -> list[str]:
     >>> key_lines("Collecting deps\\nNote: the API port is 8443\\nok")
     ['Note: the API port is 8443']
     """
+    # what an output states is near either end: its first and last lines are read
+    if len(text) > _KEY_HEAD + _KEY_TAIL:
+        text = text[:_KEY_HEAD] + "\n" + text[-_KEY_TAIL:]
+    lines = text.splitlines()
+    if len(lines) > _KEY_LINES_HEAD + _KEY_LINES_TAIL:
+        text = "\n".join(lines[:_KEY_LINES_HEAD] + lines[-_KEY_LINES_TAIL:])
     found: list[str] = []
     if _ERROR_ANYWHERE_RE.search(text):
         errors = [ln.strip() for ln in text.splitlines() if _ERROR_RE.search(ln)]
@@ -722,7 +731,7 @@ def _prose_line(line: str) -> bool:
         return False
     if _ERROR_RE.search(line) or s.startswith(("<", "$ ", ">>>", "...", "+++ ", "--- ", "@@ ")):
         return False
-    code = sum(1 for ch in s if ch in _CODE_CHARS)
+    code = sum(map(s.count, _CODE_CHARS))  # one C-level count per character kind
     return code <= max(2, len(s) // 25) or bool(_KEY_VALUE_RE.match(s))
 
 
@@ -734,11 +743,12 @@ def _fact_score(s: str, *, rules: bool = True) -> float:
         return 0.0
     labelled = 1.0 if _LABEL_RE.match(s) else 0.0
     fragment = 1.5 if s[0].islower() else 0.0  # a sentence cut mid-way reads worse
-    strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
-    valued = bool(_VALUE_RE.search(s))
-    if words >= 5 and _CONSTRAINT_RE.search(s) and (rules or labelled):
+    # every value has a digit, or is an id with a dash: the patterns only where one is
+    valued = ("-" in s or _DIGIT_RE.search(s) is not None) and bool(_VALUE_RE.search(s))
+    if words >= 5 and (rules or labelled) and _CONSTRAINT_RE.search(s):
         return 7.0 + labelled + 0.5 * valued - fragment
     if valued and (_STATEMENT_RE.search(s) or labelled):
+        strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
         return 5.5 + 1.5 * strong + labelled - fragment
     if words <= 8 and _KEY_VALUE_RE.match(s) and labelled:
         return 3.0
