@@ -2,7 +2,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,hf,local,postgres,ray,langchain,pydantic-ai,openai-agents,maf,serve
+EXTRAS ?= dev,all
 
 .PHONY: install demo test lint format typecheck unit bench clean
 
