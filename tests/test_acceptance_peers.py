@@ -222,7 +222,7 @@ def test_collapsed_notes_are_short_on_real_runs(path: Path) -> None:
     assert notes
     for note in notes:
         assert len(note.text) <= 300, note.text  # max_note_chars: one line, never the result
-        originals = [index.messages[index.position(i)] for i in note.covers]
+        originals = [m for m in index.messages if m.id in note.covers]
         assert _tokens([note]) < _tokens(originals)
     saved = 1 - view.total_tokens / index.total_tokens
     assert saved > 0.5, f"collapse saved only {saved:.1%}"  # the peer: a median 2.6%
@@ -321,7 +321,7 @@ def test_summarizer_input_is_bounded(name: str) -> None:
         '{"facts": ["src/f1_0.py was read"]}' if name == "Facts" else "## Goal\n- fix"
     )
     limit = 4_000
-    strategies = {
+    strategies: dict[str, Callable[[], Any]] = {
         "Summarize": lambda: kompakt.Summarize(
             keep_last=2, summarizer=model, max_input_tokens=limit
         ),

@@ -190,6 +190,7 @@ def test_from_config_toml_text_file_and_dict(tmp_path: Path) -> None:
         assert isinstance(c.strategy, Pipeline)
         collapse, trunc = c.strategy.strategies
         assert isinstance(collapse, CollapseToolResults) and collapse.keep_last == 3
+        assert isinstance(trunc, Truncation)
         assert trunc.trigger == TokensExceed(90_000)
         assert c.overrides.preserved(trunc.min_preserved) == 3  # min_preserved, per run
 
@@ -220,7 +221,7 @@ def test_config_errors_say_what_to_fix(config: object, message: str) -> None:
 
 
 def test_every_model_free_name_builds() -> None:
-    needs = {
+    needs: dict[str, dict[str, Any]] = {
         "sliding_window": {"keep_last_turns": 2},
         "budgeted": {"token_budget": 10},
         "pipeline": {"strategies": ["truncation"]},
@@ -351,6 +352,7 @@ def test_agent_loop_compacts_rarely_and_stays_valid() -> None:
         assert c.view is not None and c.view.total_tokens <= 20_000 + 1_000
     assert 3 <= len(events) <= 40  # hysteresis: one compaction per ~8k tokens of growth
     assert all(e.tokens_before > 20_000 for e in events)
+    assert c.view is not None
     check_view(c.view, validity(list(idx.messages)))
 
 

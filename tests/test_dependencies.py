@@ -117,8 +117,10 @@ def _runtime_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     for node in body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             yield from _runtime_statements(node.orelse)
-        elif isinstance(node, ast.If | ast.With | ast.For | ast.While):
+        elif isinstance(node, ast.If | ast.For | ast.While):
             yield from _runtime_statements(node.body + node.orelse)
+        elif isinstance(node, ast.With):
+            yield from _runtime_statements(node.body)
         elif isinstance(node, ast.Try):
             blocks = node.body + node.orelse + node.finalbody
             yield from _runtime_statements(blocks + [s for h in node.handlers for s in h.body])

@@ -137,12 +137,13 @@ def test_budgeted_custom_chains(
 ) -> None:
     total = MessageIndex(conv, tokenizer=CharEstimator()).total_tokens
     budget = max(1, int(total * fraction))
-    strategies: list[Any] = {
+    chains: dict[str, list[Any]] = {
         "collapse_window": [CollapseToolResults(keep_last=0), SlidingWindow(keep_last_turns=1)],
         "remove_first_last": [RemoveToolCalls(keep_last=1), KeepFirstAndLast(keep_last=2)],
         "clamp_only": [ClampOversized(max_tokens=100)],
         "summarize": [SupersedeReads(), Summarize(keep_last=2, summarizer=ScriptedModel(SUMMARY))],
-    }[chain]
+    }
+    strategies = chains[chain]
     check_budgeted(conv, budget, Budgeted(budget, strategies, early_stop=early_stop))
 
 

@@ -114,9 +114,9 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
                 listing = _digests(WINDOW - prompt + OVER)
                 history[-1] = {"role": "user", "content": f"What is in here?\n{listing}"}
             elif n % 9 == 0:  # now and then a streamed answer of a few tokens
-                stream = llm.chat.completions.create(
+                stream = llm.chat.completions.create(  # type: ignore[call-overload]
                     model="smollm2",
-                    messages=history,  # type: ignore[arg-type]
+                    messages=history,
                     max_tokens=4,
                     stream=True,
                 )

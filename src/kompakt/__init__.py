@@ -142,7 +142,8 @@ __all__ = ["__version__", *_EXPORTS]
 
 # Imported now, not on first use: the module `kompakt.repair` shares its function's name,
 # and importing the module later would bind `kompakt.repair` to the module.
-from kompakt.repair import Repair, repair  # noqa: E402
+from kompakt.repair import Repair as Repair  # noqa: E402
+from kompakt.repair import repair as repair  # noqa: E402
 
 if typing.TYPE_CHECKING:  # what type checkers and IDEs read; a test keeps it equal to _EXPORTS
     from kompakt.agent import Agent as Agent
