@@ -29,7 +29,7 @@ typecheck:
 	$(BIN)/mypy
 
 unit:
-	$(BIN)/pytest -q -n 2 --timeout 600
+	$(BIN)/pytest -q -n 2 --timeout 600 --cov=kompakt --cov-report=term --cov-fail-under=90
 
 test: install lint typecheck unit
 
