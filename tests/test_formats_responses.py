@@ -70,7 +70,7 @@ PARALLEL = [
     },
 ]
 
-BUILT_IN = [
+BUILT_IN: list[dict[str, Any]] = [
     {
         "type": "message",
         "role": "user",
@@ -320,7 +320,7 @@ def test_other_formats_render_as_responses_items() -> None:
     items = to_dicts(loads(anthropic_doc), "responses", provider=True)
     assert [i.get("type") for i in items] == [None, "function_call", "function_call_output"]
     with pytest.raises(FormatError, match="'audio' part cannot be sent to the Responses API"):
-        to_dicts([Message(role="user", content=[Part(kind="audio")])], "responses", provider=True)
+        to_dicts([Message(role="user", content=(Part(kind="audio"),))], "responses", provider=True)
 
 
 def test_a_custom_tool_output_answers_with_its_own_kind_after_a_clamp() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kompakt.serve.body import scan
 
-_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
 _value = st.recursive(
     st.none() | st.booleans() | st.integers() | _text,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),

@@ -423,15 +423,13 @@ def test_bad_options() -> None:
 @given(turns=st.integers(1, 8), keep=st.integers(0, 6), budget=st.integers(700, 3_000))
 def test_invariants_hold_for_any_shape(turns: int, keep: int, budget: int) -> None:
     msgs = conversation(turns, size=20)
-    strategy = Budgeted(
-        budget, [Summarize(keep_last=keep, summarizer=ScriptedModel(SUMMARY))], strict=False
-    )
+    strategy = Budgeted(budget, [Summarize(keep_last=keep, summarizer=ScriptedModel(SUMMARY))])
     out = kompakt.apply_compaction(msgs, strategy)
     assert out[0] == msgs[0]
     assert msgs[-4] in out  # the last user message, verbatim
     assert not find_problems(out)
-    if MessageIndex(msgs).total_tokens > budget:
-        assert MessageIndex(out).total_tokens <= budget or len(out) <= 6
+    # the protected core (system prompt, last request) is far below 700 tokens: always fits
+    assert MessageIndex(out).total_tokens <= budget
 
 
 def test_concurrent_chunk_gather_is_a_real_gather() -> None:

@@ -230,7 +230,7 @@ def test_strategy_names_short_and_library() -> None:
     assert isinstance(make_strategy("collapse_tool_results", 1000), CollapseToolResults)
     assert isinstance(make_strategy("Extractive-Digest", 1000), ExtractiveDigest)
     digest = make_strategy("digest", 1000)
-    assert isinstance(digest, Budgeted)
+    assert isinstance(digest, Budgeted) and digest.token_budget == 1000
     with pytest.raises(ConfigError, match=r"unknown strategy 'nope'.*collapse_tool_results"):
         make_strategy("nope", 1000)
     with pytest.raises(ConfigError, match="--model"):

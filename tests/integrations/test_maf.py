@@ -256,7 +256,7 @@ class PerSession(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         async def updates() -> Any:
             response = await self._respond(list(messages), options)
             for m in response.messages:
-                yield ChatResponseUpdate(role=m.role, contents=list(m.contents))
+                yield ChatResponseUpdate(role=m.role, contents=list(m.contents))  # type: ignore[arg-type]
 
         return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
 

@@ -105,7 +105,8 @@ def _history(draw: st.DrawFn) -> list[ModelMessage]:
     out: list[ModelMessage] = []
     for turn in range(draw(st.integers(1, 3))):
         prompt = draw(st.one_of(_text, st.just(["look", ImageUrl("https://x.test/a.png")])))
-        out.append(ModelRequest(parts=[*first, UserPromptPart(prompt)], instructions="be brief"))
+        part = UserPromptPart(prompt)  # type: ignore[arg-type]  # a str or a list of parts
+        out.append(ModelRequest(parts=[*first, part], instructions="be brief"))
         first = []
         for step in range(draw(st.integers(0, 3))):
             ids = [f"c{turn}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]

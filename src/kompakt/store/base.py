@@ -33,7 +33,7 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
 
 from kompakt.errors import InputError, SessionConflict
 from kompakt.index import MessageIndex
@@ -233,7 +233,7 @@ class StoreBase(ABC):
     def close(self) -> None:
         return None
 
-    def __enter__(self) -> StoreBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

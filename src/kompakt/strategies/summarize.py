@@ -38,6 +38,7 @@ from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
 from kompakt.strategies.prompt import DEFAULT_TEMPLATE
 from kompakt.strategies.span import Span, originals, previous_of, span_of
+from kompakt.summarizers import Summarizer
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -112,7 +113,7 @@ class Summarize(_ModelStrategy):
     def __init__(
         self,
         keep_last: int = 4,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
@@ -157,7 +158,7 @@ class WholeHistory(_ModelStrategy):
 
     def __init__(
         self,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         *,
         keep_last: int = DEFAULT_MIN_PRESERVED,
         keep_first_user: bool = True,
@@ -205,7 +206,7 @@ class FromLastN(_ModelStrategy):
     def __init__(
         self,
         n: int = 10,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         *,
         keep_last: int = DEFAULT_MIN_PRESERVED,
         prompt: str | None = None,
@@ -257,7 +258,7 @@ class Chunked(_ModelStrategy):
     def __init__(
         self,
         chunk_size: int = 10,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         *,
         keep_last: int = 4,
         max_concurrency: int = 8,
