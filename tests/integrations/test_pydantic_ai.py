@@ -238,3 +238,10 @@ async def test_a_summarizing_strategy_runs_inside_the_agent() -> None:
     assert summaries, "the summary never reached the model"
     for msgs in seen:
         assert_valid_history(msgs)
+
+
+def test_a_bad_mode_is_a_config_error() -> None:
+    from kompakt import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^`mode` must be 'view' or 'permanent', got 'viwe'$"):
+        KompaktCapability(_compactor(), mode="viwe")  # type: ignore[arg-type]

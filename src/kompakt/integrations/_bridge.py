@@ -59,6 +59,8 @@ __all__ = [
 ]
 
 Oversize = Literal["clamp", "raise"]
+Mode = Literal["view", "permanent"]
+"""What an adapter compacts: the model's input only, or the framework's state too."""
 """What an adapter does when what the framework always sends (instructions, tool
 schemas) leaves no room in the budget: clamp it with a warning, or raise."""
 
@@ -74,6 +76,19 @@ def oversize_option(value: str) -> Oversize:
     if value == "raise":
         return "raise"
     raise ConfigError(f"`oversize` must be 'clamp' or 'raise', got {value!r}")
+
+
+def mode_option(value: str) -> Mode:
+    """`value` checked as an adapter's `Mode` (a `ConfigError` naming the option otherwise).
+
+    >>> mode_option("permanent")
+    'permanent'
+    """
+    if value == "view":
+        return "view"
+    if value == "permanent":
+        return "permanent"
+    raise ConfigError(f"`mode` must be 'view' or 'permanent', got {value!r}")
 
 
 Origin = tuple[int, int, int]
