@@ -94,7 +94,8 @@ def test_middleware_repairs_the_messages_it_sends(
     middleware = KompaktMiddleware(_compactor(), repair=repair)
     agent = create_agent(model, [read_file], middleware=[middleware])
     with caplog.at_level(logging.WARNING, logger="kompakt.integrations"):
-        result = agent.invoke({"messages": _broken()})
+        state: Any = {"messages": _broken()}
+        result = agent.invoke(state)
 
     assert result["messages"][-1].content == FINAL
     first = from_langchain(model.requests[0])

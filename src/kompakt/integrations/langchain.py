@@ -481,7 +481,8 @@ class _Core:
         """The model call of `request` with the compacted messages; on a context overflow,
         compacted tighter and sent once more (`send_recovering`)."""
         messages = list(request.messages)
-        source, system = self.source(messages, request.system_message, request.tools)
+        fixed = self.repaired(messages)
+        source, system = self.source(fixed, request.system_message, request.tools)
         mirror = self.mirror(request.state, messages, source)
         done = _Call(messages, system, mirror.rev)
         done.out = _without(strip_overhead(mirror.process(source)), system)
@@ -500,7 +501,8 @@ class _Core:
     async def acall(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> _Call:
         """`call` for strategies that await a model."""
         messages = list(request.messages)
-        source, system = self.source(messages, request.system_message, request.tools)
+        fixed = self.repaired(messages)
+        source, system = self.source(fixed, request.system_message, request.tools)
         mirror = self.mirror(request.state, messages, source)
         done = _Call(messages, system, mirror.rev)
         done.out = _without(strip_overhead(await mirror.aprocess(source)), system)
