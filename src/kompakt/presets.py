@@ -7,7 +7,7 @@ prefix stays stable between them, so provider prompt caches keep hitting).
 Strategy names (``kompakt replay --strategy NAME``):
 
 ========================  ==========================================================
-``budgeted`` (default)    the gentle-first chain held to the budget (`Budgeted`)
+``budgeted`` (default)    the default chain held to the budget (`Budgeted`)
 ``digest``                the extractive digest (no model), held to the budget
 ``summarize``             a model summary (``--model``), held to the budget
 ``truncation``            drop the oldest groups
@@ -64,7 +64,7 @@ DEFAULT_TARGET = 0.75
 """Compaction brings the context down to this fraction of the budget."""
 
 STRATEGIES: dict[str, str] = {
-    "budgeted": "the gentle-first chain held to the budget",
+    "budgeted": "the default chain (clamp, digest, collapse) held to the budget",
     "digest": "extractive digest of the older span (no model), held to the budget",
     "summarize": "model summary of the older span (--model), held to the budget",
     "truncation": "drop the oldest groups",
