@@ -2,7 +2,7 @@
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS ?= dev,hf,local,postgres,ray,langchain,pydantic-ai,openai-agents,maf,serve
+EXTRAS ?= dev,all
 
 .PHONY: install demo test lint format typecheck unit bench clean
 
@@ -29,7 +29,7 @@ typecheck:
 	$(BIN)/mypy
 
 unit:
-	$(BIN)/pytest -q -n 2 --timeout 600
+	$(BIN)/pytest -q -n 2 --timeout 600 --cov=kompakt --cov-report=term --cov-fail-under=90
 
 test: install lint typecheck unit
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import kompakt
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES, print_eval
-from kompakt.eval.compactors import make_compactor
 from kompakt.eval.report import eval_report
 from kompakt.eval.retention import evaluate, parse_budgets
+from kompakt.presets import make_compactor
 from kompakt.tokens import CharEstimator
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "mini-swe-agent"

@@ -1,12 +1,15 @@
 """What `kompakt serve` costs and saves, on loopback.
 
 1. Latency added per request at 100, 1k and 10k-message conversations: each size is
-   grown by a few requests of 2 new messages (a user turn and the answer), sent through
-   the proxy and, in the same run, straight to the same upstream; p50/p99 of the
-   difference of medians, and the proxy's own time before forwarding (parse, recognise,
-   store, compact when due, serialise). The upstream answers at once without reading
-   the messages, so only the proxy is measured.
-   Percentiles are over few requests on a shared machine: read the p99 as a rough bound.
+   grown by requests of 2 new messages (the answer and a user turn), each body sent
+   through the proxy and, in the same run, the same bytes straight to the same upstream;
+   p50/p99 of the difference, and the proxy's own time before forwarding (reading the
+   body, then recognising, compacting when due, serialising). The upstream answers at
+   once without reading the messages, so only the proxy is measured. The same body sent
+   to a route the proxy passes through unchanged measures the HTTP hop alone (what any
+   proxy on this stack costs). The upstream and the client run in processes of their
+   own, the proxy in this one (as deployed: nothing shares its GIL). Percentiles are over
+   few requests on a shared machine: read the p99 as a rough bound.
 2. Requests per second: 20 conversations at once, 20 requests each.
 3. A replayed 300-turn tool-using run at a 6,000-token budget: upstream tokens saved,
    compactions, and the share of requests whose compacted prefix was unchanged
@@ -18,12 +21,17 @@ Run: ``PYTHONPATH=src:tests python benchmarks/bench_proxy.py``
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -31,7 +39,7 @@ from starlette.routing import Route
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from kompakt.serve import ServeConfig, create_app
-from serve_helpers import serving, tool_turns
+from serve_helpers import free_port, serving, tool_turns
 
 ANSWER = (
     b'{"id":"c","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,'
@@ -45,7 +53,7 @@ async def _answer(request: Request) -> Response:
 
 
 def null_upstream() -> Starlette:
-    return Starlette(routes=[Route("/v1/chat/completions", _answer, methods=["POST"])])
+    return Starlette(routes=[Route("/{path:path}", _answer, methods=["POST"])])
 
 
 def conversation(n: int, tag: str) -> list[dict[str, Any]]:
@@ -62,35 +70,77 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def latency(proxy_url: str, direct_url: str, proxy: Any, n: int, reps: int) -> None:
+def client(proxy_url: str, direct_url: str, n: int, reps: int) -> None:
+    """(In its own process.) Time `reps` requests direct and through the proxy; print JSON."""
     history = conversation(n, f"n{n}-")
-    budget_note = ""
     through: list[float] = []
     direct: list[float] = []
-    with httpx.Client(timeout=600) as client:
+    hop: list[float] = []
+    with httpx.Client(timeout=600) as http:
         for r in range(reps + 2):  # two warm-up requests: the first indexes the history cold
             history = [*history, {"role": "user", "content": f"next {r}"}]
-            body = {"model": "m", "messages": history}
+            raw = json.dumps({"model": "m", "messages": history}).encode()
+            head = {"content-type": "application/json"}
             t0 = time.perf_counter()
-            client.post(f"{direct_url}/v1/chat/completions", json=body).raise_for_status()
+            http.post(f"{direct_url}/v1/chat/completions", content=raw, headers=head)
             t1 = time.perf_counter()
-            client.post(f"{proxy_url}/v1/chat/completions", json=body).raise_for_status()
+            http.post(f"{proxy_url}/v1/chat/completions", content=raw, headers=head)
             t2 = time.perf_counter()
+            http.post(f"{proxy_url}/v1/relayed", content=raw, headers=head)  # passed through
+            t3 = time.perf_counter()
             if r >= 2:
                 direct.append((t1 - t0) * 1000)
                 through.append((t2 - t1) * 1000)
+                hop.append((t3 - t2) * 1000)
             history.append({"role": "assistant", "content": f"answer {r}"})
+    print(json.dumps({"direct": direct, "through": through, "hop": hop}))
+
+
+def latency(proxy_url: str, direct_url: str, proxy: Any, n: int, reps: int) -> None:
+    args = ["--client", proxy_url, direct_url, str(n), str(reps)]
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    ).stdout
+    times = json.loads(out.splitlines()[-1])
+    direct, through, hop = times["direct"], times["through"], times["hop"]
     conv = next(c for c in proxy.sessions.conversations.values() if len(c.items) >= n)
-    inside = [t.added_ms for t in list(conv.timeline)[2:]]
+    turns = list(conv.timeline)[2:]
+    inside = [t.added_ms for t in turns]
+    work = [t.added_ms - t.read_ms for t in turns]
     first = next(iter(conv.timeline)).added_ms
     added = [b - a for a, b in zip(direct, through, strict=True)]
+    relay = [b - a for a, b in zip(direct, hop, strict=True)]
     print(
         f"{n:>6,} messages: direct p50 {pct(direct, 0.5):7.2f} ms | through proxy p50 "
         f"{pct(through, 0.5):7.2f} ms | added p50 {pct(added, 0.5):6.2f} "
-        f"p99 {pct(added, 0.99):6.2f}"
-        f" ms | proxy's own time p50 {pct(inside, 0.5):6.2f} p99 {pct(inside, 0.99):6.2f} ms"
-        f" | first (cold) {first:7.1f} ms{budget_note}"
+        f"p99 {pct(added, 0.99):6.2f} ms (the hop alone, an uncompacted route: p50 "
+        f"{pct(relay, 0.5):5.2f}) | proxy's own time p50 {pct(inside, 0.5):6.2f} "
+        f"p99 {pct(inside, 0.99):6.2f} ms"
+        f" (after the body arrived: p50 {pct(work, 0.5):5.2f} p99 {pct(work, 0.99):5.2f})"
+        f" | first (cold) {first:7.1f} ms"
     )
+
+
+@contextmanager
+def upstream_process() -> Iterator[str]:
+    """The null upstream served by uvicorn in a process of its own."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--upstream", str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.post(f"{url}/v1/chat/completions", content=b"{}", timeout=2)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the null upstream did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(20)
 
 
 async def throughput(url: str, conversations: int, requests: int) -> float:
@@ -136,7 +186,14 @@ def replayed(url: str, proxy: Any) -> None:
 
 
 def main() -> None:
-    with serving(null_upstream()) as direct:
+    if sys.argv[1:2] == ["--upstream"]:
+        uvicorn.run(null_upstream(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        return
+    if sys.argv[1:2] == ["--client"]:
+        proxy_url, direct_url, n, reps = sys.argv[2:6]
+        client(proxy_url, direct_url, int(n), int(reps))
+        return
+    with upstream_process() as direct:
         app = create_app(
             ServeConfig(openai_upstream=f"{direct}/v1", budget=60_000, store=":memory:", env={})
         )

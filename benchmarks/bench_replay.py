@@ -21,10 +21,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from kompakt.eval.compactors import DEFAULT_TARGET, make_compactor
 from kompakt.eval.replay import replay
 from kompakt.formats import load
 from kompakt.messages import Message
+from kompakt.presets import DEFAULT_TARGET, make_compactor
 from kompakt.tokens import CharEstimator
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "mini-swe-agent"

@@ -6,14 +6,27 @@ size, and both count tokens with a 4-characters-a-token estimate. Measured:
 
 (a) per turn: append one message and ask whether to compact (nothing to do);
 (b) cold budgeted truncation of a fresh history to a fixed token budget;
-(c) collapsing old tool results into short notes (and the tokens that saves).
+(c) collapsing old tool results into short notes (and the tokens that saves);
+(d) the cheap chain held to the budget: kompakt's default `Budgeted` chain without its
+    digest (supersede, clamp, clamp to budget, collapse, then truncation) against the
+    harness's `TieredCompaction` of dedupe -> clamp -> clear -> slide.
 
-Medians. Each peer runs in a child process under a time limit per call; a call
-that hits it is reported as "> N s". Nothing is installed here: MAF is measured
-when `agent_framework` is importable (``pip install agent-framework-core``, the
-``maf`` extra), pydantic-ai-harness when `pydantic_ai_harness` is (``pip install
-pydantic-ai-harness``; it pins its own pydantic-ai, so a separate environment may
-be needed). Peers that are missing get no column.
+Per-turn rows are medians; cold rows (b)-(d) are the best of ``--repeat`` runs on a
+fresh list, after one warm-up run on a small list on every side (lazy imports loaded).
+Each peer runs in a child process under a time limit per call; a call that hits it is
+reported as "> N s". Nothing is installed here: MAF is measured when `agent_framework`
+is importable (``pip install agent-framework-core``, the ``maf`` extra),
+pydantic-ai-harness when `pydantic_ai_harness` is. The harness pins its own
+pydantic-ai, so give it an environment of its own and point the script at that
+interpreter:
+
+    python -m venv /tmp/harness && /tmp/harness/bin/pip install -q pydantic-ai-harness
+    python benchmarks/bench_vs_maf.py --sizes 3000 --harness-python /tmp/harness/bin/python
+
+(the child runs this file there; kompakt's sources are on its path, and the core imports
+with that environment's pydantic). Peers that are missing get no column. On a machine
+shared with other jobs, ``--clock cpu`` times the cold rows in each process's CPU time,
+which their load moves far less than wall time.
 
 Pairings: (a) MAF `apply_compaction` with a quiet `TruncationStrategy` (what its
 `CompactionProvider` runs before each model call), harness `exceeds(...)` (the check
@@ -21,11 +34,16 @@ its capabilities run before each request); (b) MAF `TruncationStrategy(max_n=bud
 compact_to=budget)`, harness `SlidingWindowCompaction(keep_tokens=budget)`, kompakt
 `Budgeted(budget, strategies=[])` (its truncation fallback); (c) MAF
 `ToolResultCompactionStrategy`, harness `ClearToolResults`, kompakt
-`CollapseToolResults`, each keeping the newest 2 tool groups. The harness's
-`compact()` is called directly, so its own trigger check is not in (b) and (c).
+`CollapseToolResults`, each keeping the newest 2 tool groups; (d) kompakt
+`Budgeted(budget, strategies=chain)` with `chain_without_digest`, harness `TieredCompaction` over
+`DeduplicateFileReads` (same file key: the path read), `ClampOversizedMessages` (the same
+per-part limit as kompakt's clamp), `ClearToolResults` (newest 2 pairs kept) and
+`SlidingWindowCompaction`. The harness's `compact()` is called directly, so its own
+trigger check is not in (b)-(d).
 
     python benchmarks/bench_vs_maf.py                       # 1k, 10k, 50k messages
     python benchmarks/bench_vs_maf.py --sizes 1000,3000 --limit 30 --repeat 5
+    python benchmarks/bench_vs_maf.py --sizes 3000 --peers harness --harness-python PY
     python benchmarks/bench_vs_maf.py --replay 5000         # kompakt only: see below
 
 ``--replay N`` measures what an agent loop pays instead: the same conversation arrives
@@ -42,7 +60,9 @@ import asyncio
 import json
 import multiprocessing as mp
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +74,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from kompakt.compactor import Compactor, apply_compaction
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
-from kompakt.strategies import Budgeted, CollapseToolResults, Truncation
+from kompakt.strategies import Budgeted, CollapseToolResults, StrategyLike, Truncation
+from kompakt.strategies.budgeted import default_chain
 from kompakt.tokens import CharEstimator
 from kompakt.triggers import TokensExceed
 
@@ -63,6 +84,18 @@ BUDGET = 80_000
 QUIET = 10**12
 """A trigger threshold never reached: the per-turn check has nothing to do."""
 KEEP_TOOL_GROUPS = 2
+CLAMP_AT = max(64, min(4_000, BUDGET // 10))
+"""The per-part limit of kompakt's default clamp step, given to the harness's clamp too."""
+WARM = 200
+"""Messages in the warm-up list each side compacts once before it is timed."""
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+CLOCKS: list[str] = ["wall"]
+"""The clock of the cold rows (``--clock``): wall time, or this process's CPU time (which
+the load of other jobs on a shared machine moves far less)."""
+
+
+def clock() -> float:
+    return CLOCK[CLOCKS[0]]()
 
 
 # -- the conversation, library-neutral --------------------------------------------------
@@ -171,15 +204,26 @@ def kompakt_per_turn(n: int, turns: int) -> list[float]:
 
 
 def kompakt_cold(n: int, repeat: int, make: Callable[[], Any]) -> tuple[list[float], int]:
+    """Seconds of `repeat` cold compactions of a fresh `n`-message list (after a warm-up
+    run on a small one), and the tokens of the last output."""
+    apply_compaction(to_kompakt(conversation(WARM)), make(), tokenizer=CharEstimator())
     msgs = to_kompakt(conversation(n))
     times, tokens = [], 0
     for _ in range(repeat):
         tok = CharEstimator()  # a fresh cache: every message is counted
-        t0 = time.perf_counter()
+        t0 = clock()
         out = apply_compaction(msgs, strategy=make(), tokenizer=tok)
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
         tokens = sum(tok.count_message(m) for m in out)
     return times, tokens
+
+
+def chain_without_digest() -> list[StrategyLike]:
+    """`Budgeted`'s default chain without its digest (the harness's tiers write no note
+    either): supersede, clamp, clamp to budget, collapse."""
+    from kompakt.strategies.digest import ExtractiveDigest
+
+    return [s for s in default_chain(BUDGET) if not isinstance(s, ExtractiveDigest)]
 
 
 # -- the peers (each runs in a child process) ---------------------------------------------
@@ -209,6 +253,8 @@ def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
                 await apply_compaction(msgs, strategy=quiet, tokenizer=tok)
                 q.put(("result", time.perf_counter() - t0, 0))
             return
+        warm = TruncationStrategy(max_n=BUDGET, compact_to=BUDGET, tokenizer=tok)
+        await apply_compaction(to_maf(conversation(WARM)), strategy=warm, tokenizer=tok)
         q.put(("ready", 0.0, 0))
         for _ in range(repeat):
             msgs = to_maf(conversation(n))  # fresh: MAF annotates messages in place
@@ -216,16 +262,47 @@ def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
                 strategy: Any = TruncationStrategy(max_n=BUDGET, compact_to=BUDGET, tokenizer=tok)
             else:
                 strategy = ToolResultCompactionStrategy(keep_last_tool_call_groups=KEEP_TOOL_GROUPS)
-            t0 = time.perf_counter()
+            t0 = clock()
             await apply_compaction(msgs, strategy=strategy, tokenizer=tok)
-            dt = time.perf_counter() - t0
+            dt = clock() - t0
             q.put(("result", dt, included_token_count(msgs)))
 
     asyncio.run(run())
 
 
+def _harness_strategy(kind: str) -> Any:
+    from pydantic_ai_harness.compaction import (
+        ClampOversizedMessages,
+        ClearToolResults,
+        DeduplicateFileReads,
+        SlidingWindowCompaction,
+        TieredCompaction,
+    )
+
+    def file_key(call: Any) -> str | None:
+        return call.args_as_dict().get("path") if call.tool_name == "read_file" else None
+
+    if kind == "truncate":
+        return SlidingWindowCompaction(max_tokens=BUDGET, keep_tokens=BUDGET)
+    if kind == "collapse":
+        return ClearToolResults(max_tokens=BUDGET, keep_pairs=KEEP_TOOL_GROUPS)
+    tiers = [
+        DeduplicateFileReads(file_key=file_key),
+        ClampOversizedMessages(max_part_tokens=CLAMP_AT),
+        ClearToolResults(max_tokens=BUDGET, keep_pairs=KEEP_TOOL_GROUPS),
+        SlidingWindowCompaction(max_tokens=BUDGET, keep_tokens=BUDGET),
+    ]
+    return TieredCompaction(tiers=tiers, target_tokens=BUDGET)
+
+
+class _RunContext:
+    """What `TieredCompaction.compact` reads of its run context: the model (a name only
+    resolves a fraction of its window, and the target here is absolute)."""
+
+    model = "test"
+
+
 def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
-    from pydantic_ai_harness import ClearToolResults, SlidingWindowCompaction
     from pydantic_ai_harness.compaction._shared import estimate_token_count, exceeds
 
     async def run() -> None:
@@ -240,16 +317,14 @@ def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
                 exceeds(msgs, None, QUIET, None)
                 q.put(("result", time.perf_counter() - t0, 0))
             return
+        await _harness_strategy(kind).compact(to_pydantic(conversation(WARM)), _RunContext())
         q.put(("ready", 0.0, 0))
         for _ in range(repeat):
             msgs = to_pydantic(conversation(n))
-            if kind == "truncate":
-                strategy: Any = SlidingWindowCompaction(max_tokens=BUDGET, keep_tokens=BUDGET)
-            else:
-                strategy = ClearToolResults(max_tokens=BUDGET, keep_pairs=KEEP_TOOL_GROUPS)
-            t0 = time.perf_counter()
-            out = await strategy.compact(msgs, None)
-            dt = time.perf_counter() - t0
+            strategy = _harness_strategy(kind)
+            t0 = clock()
+            out = await strategy.compact(msgs, _RunContext())
+            dt = clock() - t0
             q.put(("result", dt, estimate_token_count(out)))
 
     asyncio.run(run())
@@ -259,22 +334,35 @@ PEERS: dict[str, tuple[str, Callable[[str, int, int, Any], None]]] = {
     "MAF": ("agent_framework", _maf_worker),
     "harness": ("pydantic_ai_harness", _harness_worker),
 }
+DISTS = {"MAF": "agent-framework-core", "harness": "pydantic-ai-harness"}
+KINDS = {
+    "MAF": ("turn", "truncate", "collapse"),
+    "harness": ("turn", "truncate", "collapse", "chain"),
+}
+"""What each peer has a counterpart for."""
+PYTHONS: dict[str, str] = {}
+"""Peer name -> the interpreter of its own environment (`--harness-python`)."""
 
 
 def available_peers() -> dict[str, str]:
-    """Peer name -> version, for the peers importable here."""
+    """Peer name -> version, for the peers importable here (or in their own environment)."""
     import importlib
     import importlib.metadata as md
 
     out = {}
-    dists = {"MAF": "agent-framework-core", "harness": "pydantic-ai-harness"}
     for name, (module, _) in PEERS.items():
+        if name in PYTHONS:
+            code = f"import importlib.metadata as m; print(m.version({DISTS[name]!r}))"
+            done = subprocess.run([PYTHONS[name], "-c", code], capture_output=True, text=True)
+            if done.returncode == 0:
+                out[name] = done.stdout.strip()
+            continue
         try:
             importlib.import_module(module)
         except Exception:
             continue
         try:
-            out[name] = md.version(dists[name])
+            out[name] = md.version(DISTS[name])
         except md.PackageNotFoundError:
             out[name] = "?"
     return out
@@ -286,6 +374,40 @@ class Measured:
     tokens: int = 0
     hit: bool = False
     error: bool = False
+
+
+class _Child:
+    """A peer worker running this file under another interpreter, its results read from
+    its stdout (one JSON line each) into a queue: the same surface as a forked process."""
+
+    def __init__(self, python: str, peer: str, kind: str, n: int, repeat: int) -> None:
+        import queue
+
+        argv = [python, __file__, "--peer-worker", peer, kind, str(n), str(repeat), CLOCKS[0]]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.queue: queue.Queue[Any] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.queue.put(tuple(json.loads(line)))
+
+    def is_alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def terminate(self) -> None:
+        self.proc.terminate()
+
+    def join(self, timeout: float) -> None:
+        self.proc.wait(timeout)
+
+
+class _StdoutQueue:
+    """The worker's side of `_Child`: `put` writes one JSON line."""
+
+    def put(self, item: Any) -> None:
+        print(json.dumps(item), flush=True)
 
 
 def _get(q: Any, proc: Any, timeout: float) -> Any:
@@ -300,12 +422,20 @@ def _get(q: Any, proc: Any, timeout: float) -> Any:
     raise TimeoutError
 
 
-def peer_measure(peer: str, kind: str, n: int, repeat: int, limit: float) -> Measured:
-    """Median seconds of `repeat` calls in a child process, each under `limit`."""
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    proc = ctx.Process(target=PEERS[peer][1], args=(kind, n, repeat, q), daemon=True)
-    proc.start()
+def peer_measure(
+    peer: str, kind: str, n: int, repeat: int, limit: float, *, best: bool = False
+) -> Measured:
+    """Median (or with `best`, the least) seconds of `repeat` calls in a child process,
+    each under `limit`."""
+    proc: Any
+    if peer in PYTHONS:
+        proc = _Child(PYTHONS[peer], peer, kind, n, repeat)
+        q: Any = proc.queue
+    else:
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        proc = ctx.Process(target=PEERS[peer][1], args=(kind, n, repeat, q), daemon=True)
+        proc.start()
     times: list[float] = []
     tokens = 0
     hit = error = False
@@ -321,7 +451,8 @@ def peer_measure(peer: str, kind: str, n: int, repeat: int, limit: float) -> Mea
     finally:
         proc.terminate()
         proc.join(5)
-    return Measured(statistics.median(times) if times else None, tokens, hit, error)
+    seconds = (min(times) if best else statistics.median(times)) if times else None
+    return Measured(seconds, tokens, hit, error)
 
 
 # -- report ------------------------------------------------------------------------------
@@ -342,7 +473,8 @@ def cells(ours: float, peer: Measured, limit: float) -> str:
     if peer.seconds is None:
         return f"{'failed' if peer.error else 'n/a':>10} {'':>24}"
     if peer.seconds >= ours:
-        ratio = f"{ours / peer.seconds:.2g} ({peer.seconds / ours:,.0f}× faster)"
+        times = peer.seconds / ours
+        ratio = f"{ours / peer.seconds:.2g} ({times:,.{0 if times >= 10 else 1}f}× faster)"
     else:
         ratio = f"{ours / peer.seconds:.2g} ({ours / peer.seconds:.1f}× slower)"
     return f"{fmt_time(peer.seconds):>10} {ratio:>24}"
@@ -352,20 +484,28 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--sizes", default="1000,10000,50000", help="message counts, comma-separated")
     p.add_argument("--limit", type=float, default=60.0, help="seconds allowed per peer call")
-    p.add_argument("--repeat", type=int, default=3, help="repetitions of each cold measurement")
+    p.add_argument("--repeat", type=int, default=3, help="runs of each cold measurement (best)")
     p.add_argument("--turns", type=int, default=5, help="appended turns measured for the peers")
     p.add_argument("--peers", default=",".join(PEERS), help="peers to compare, comma-separated")
+    p.add_argument("--harness-python", help="interpreter of an environment with the harness")
+    p.add_argument("--clock", choices=list(CLOCK), default="wall", help="clock of cold rows")
     p.add_argument("--replay", type=int, default=0, help="kompakt only: replay N messages")
     args = p.parse_args(argv)
     if args.replay:
         replay(args.replay)
         return
+    if args.harness_python:
+        PYTHONS["harness"] = args.harness_python
+    CLOCKS[0] = args.clock
     sizes = [int(s) for s in args.sizes.split(",")]
     found = available_peers()
     peers = [x for x in args.peers.split(",") if x in found]
     names = ", ".join(f"{x} {found[x]}" for x in peers) or "no peer installed: kompakt only"
     print(f"kompakt vs {names}")
-    print(f"budget {BUDGET:,} tokens; ~4 chars/token everywhere; medians; limit {args.limit:g} s")
+    print(
+        f"budget {BUDGET:,} tokens; ~4 chars/token everywhere; per turn: medians; "
+        f"cold: best of {args.repeat}, warmed, {args.clock} time; limit {args.limit:g} s"
+    )
     header = f"{'msgs':>7}  {'measure':<28} {'kompakt':>10}"
     for x in peers:
         header += f" {x:>10} {'kompakt/' + x:>24}"
@@ -375,6 +515,19 @@ def main(argv: list[str] | None = None) -> None:
         + "".join(f", {x}" for x in peers)
         + ")"
     )
+    cold: list[tuple[str, str, Callable[[], Any]]] = [
+        (
+            f"(b) cold truncation to {BUDGET // 1000}k",
+            "truncate",
+            lambda: Budgeted(BUDGET, strategies=[]),
+        ),
+        ("(c) collapse tool results", "collapse", _collapse),
+        (
+            "(d) cheap chain to budget",
+            "chain",
+            lambda: Budgeted(BUDGET, strategies=chain_without_digest()),
+        ),
+    ]
     for n in sizes:
         history = MessageIndex(to_kompakt(conversation(n)), tokenizer=CharEstimator())
         rows: list[tuple[str, str, float, int, int]] = [
@@ -382,17 +535,18 @@ def main(argv: list[str] | None = None) -> None:
              history.total_tokens, args.turns),
         ]  # fmt: skip
         del history
-        t, tokens = kompakt_cold(n, args.repeat, lambda: Budgeted(BUDGET, strategies=[]))
-        rows.append((f"(b) cold truncation to {BUDGET // 1000}k", "truncate", statistics.median(t),
-                     tokens, args.repeat))  # fmt: skip
-        t, tokens = kompakt_cold(n, args.repeat, _collapse)
-        rows.append(("(c) collapse tool results", "collapse", statistics.median(t), tokens,
-                     args.repeat))  # fmt: skip
+        for label, kind, make in cold:
+            t, tokens = kompakt_cold(n, args.repeat, make)
+            rows.append((label, kind, min(t), tokens, args.repeat))
         for label, kind, ours, tokens, repeat in rows:
             line = f"{n:>7,}  {label:<28} {fmt_time(ours):>10}"
             after = [f"{tokens:,}"]
             for x in peers:
-                m = peer_measure(x, kind, n, repeat, args.limit)
+                if kind not in KINDS[x]:
+                    line += f" {'-':>10} {'':>24}"
+                    after.append("-")
+                    continue
+                m = peer_measure(x, kind, n, repeat, args.limit, best=kind != "turn")
                 line += " " + cells(ours, m, args.limit)
                 if kind != "turn":
                     after.append(f"{m.tokens:,}" if m.tokens else "-")
@@ -400,6 +554,12 @@ def main(argv: list[str] | None = None) -> None:
                 after = [f"(history: {tokens:,})"]
             print(line + "  " + " / ".join(after))
             sys.stdout.flush()
+
+
+def peer_worker(argv: list[str]) -> None:
+    """``--peer-worker PEER KIND N REPEAT CLOCK``: run one peer here, results on stdout."""
+    peer, kind, n, repeat, CLOCKS[0] = argv
+    PEERS[peer][1](kind, int(n), int(repeat), _StdoutQueue())
 
 
 def replay(n: int) -> None:
@@ -429,4 +589,7 @@ def _collapse() -> CollapseToolResults:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--peer-worker"]:
+        peer_worker(sys.argv[2:])
+    else:
+        main()

@@ -3,7 +3,8 @@
 The agent can read files and run a few read-only shell commands inside a working
 directory; its history (every original message, compaction records) is kept in a
 SQLite file, so a later run with the same ``--session`` continues where this one ended
-and can recall what was compacted away.
+and can recall what was compacted away. It talks to the server through the `openai` SDK
+(``pip install "kompakt[openai]"``).
 
 Ollama::
 

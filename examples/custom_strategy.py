@@ -32,7 +32,7 @@ class DropFailedTestRuns(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         changed = False
-        for g in view.candidates(self.min_preserved, kinds=["tool_call"]):
+        for g in view.candidates(self.preserved(context), kinds=["tool_call"]):
             if context.done():
                 break
             msgs = view.index.group_messages(g)

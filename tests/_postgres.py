@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 ENV = "KOMPAKT_TEST_POSTGRES"
 
@@ -51,7 +52,7 @@ def throwaway_server() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(data, "postgres")
     port = _free_port()
-    run = {"check": True, "capture_output": True, "timeout": 120}
+    run: dict[str, Any] = {"check": True, "capture_output": True, "timeout": 120}
     subprocess.run(
         _as_postgres([f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres"]), **run
     )

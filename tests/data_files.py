@@ -16,4 +16,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 TRANSCRIPTS: list[Path] = sorted(
     p for p in DATA_DIR.glob("*/*") if p.name.endswith((".traj", ".traj.json"))
 )
-"""Every transcript file, sorted (empty when the data directory is missing)."""
+"""Every transcript file, sorted."""
+
+if not TRANSCRIPTS:  # a test parametrized over none would pass silently
+    raise RuntimeError(f"the transcripts under {DATA_DIR} are missing: restore tests/data")

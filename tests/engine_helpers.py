@@ -173,4 +173,4 @@ def check_view(view: View, valid_in: dict[str, bool], budget: int | None = None)
 
 def validity(messages: Sequence[Message]) -> dict[str, bool]:
     """Which dialects the input is valid for."""
-    return {d: not find_problems(messages, format=d) for d in ("openai", "anthropic")}  # type: ignore[arg-type]
+    return {d: not find_problems(messages, format=d) for d in ("openai", "anthropic")}

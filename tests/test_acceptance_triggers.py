@@ -21,8 +21,6 @@ TRAJ = DATA_DIR / "mini-swe-agent" / "django__django-13658.traj.json"
 
 @pytest.fixture(scope="module")
 def index() -> kompakt.MessageIndex:
-    if not TRAJ.is_file():
-        pytest.skip(f"transcript not found at {TRAJ}")
     return kompakt.MessageIndex(kompakt.load(TRAJ))
 
 

@@ -45,7 +45,7 @@ def read_log(n: int) -> str:
     return big_output(n)
 
 
-def tool_loop(steps: int, answer: str = "done") -> list[object]:
+def tool_loop(steps: int, answer: str = "done") -> list[Message | str]:
     return [calls(call("read_log", {"n": i}, cid=f"c{i}")) for i in range(steps)] + [answer]
 
 

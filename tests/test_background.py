@@ -14,7 +14,7 @@ import strategies_conv
 from engine_helpers import check_view, conversations, validity
 from kompakt.agent import Agent, BackgroundCompaction, BackgroundCompactor, Cadence
 from kompakt.agent.target import close_gap
-from kompakt.compactor import Compactor
+from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models import ScriptedModel
@@ -38,8 +38,8 @@ def read_log(n: int) -> str:
     return f"log {n}: " + "lorem ipsum dolor sit amet " * 60
 
 
-def loop(steps: int, answer: str = "done") -> list[object]:
-    out: list[object] = []
+def loop(steps: int, answer: str = "done") -> list[Message | str]:
+    out: list[Message | str] = []
     for i in range(steps):
         c = ToolCall(id=f"c{i}", name="read_log", arguments=json.dumps({"n": i}))
         out.append(Message.assistant("", tool_calls=[c]))
@@ -49,11 +49,11 @@ def loop(steps: int, answer: str = "done") -> list[object]:
 class Clock:
     """A scripted agent model that notes when each answer is given."""
 
-    def __init__(self, script: list[object]) -> None:
+    def __init__(self, script: list[Message | str]) -> None:
         self.times: list[float] = []
         self.script = iter(script)
 
-    def __call__(self, messages: list[Message]) -> object:
+    def __call__(self, messages: list[Message]) -> Message | str:
         self.times.append(time.perf_counter())
         return next(self.script)
 
@@ -314,7 +314,7 @@ def test_a_preparation_that_raises_is_compacted_in_the_foreground_and_recorded()
     def broken(view: View) -> None:
         raise RuntimeError("strategy bug")
 
-    async def main() -> tuple[BackgroundCompaction, list[object]]:
+    async def main() -> tuple[BackgroundCompaction, list[CompactionEvent]]:
         compactor = Compactor(
             TokensExceed(300), strategy=Summarize(keep_last_groups=1), target=TokensBelow(200)
         )
@@ -333,8 +333,8 @@ def test_a_preparation_that_raises_is_compacted_in_the_foreground_and_recorded()
     background, events = asyncio.run(main())
     assert background.stats["failed"] >= 1
     first = events[0]
-    assert first.reason.startswith("TokensExceed")  # type: ignore[attr-defined]
-    assert any("background preparation failed" in f for f in first.fallbacks)  # type: ignore[attr-defined]
+    assert first.reason.startswith("TokensExceed")
+    assert any("background preparation failed" in f for f in first.fallbacks)
 
 
 def test_a_run_ending_with_a_preparation_pending_cancels_it_unbilled() -> None:
@@ -416,7 +416,7 @@ def test_the_cadence_starts_a_preparation_as_late_as_it_can() -> None:
 def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
     """A proxy or framework adapter: history in, view out, before each model call."""
 
-    async def main() -> tuple[list[float], list[object], ScriptedModel]:
+    async def main() -> tuple[list[float], list[CompactionEvent], ScriptedModel]:
         summ = slow_summarizer()
         compactor = Compactor(
             TokensExceed(3000),
@@ -440,7 +440,7 @@ def test_a_loop_that_is_not_the_agents_hides_the_summarizer_too() -> None:
 
     spent, events, summ = asyncio.run(main())
     assert len(events) >= 2
-    assert all(e.reason == "prepared in the background" for e in events)  # type: ignore[attr-defined]
+    assert all(e.reason == "prepared in the background" for e in events)
     assert max(spent) < FAST_SUMMARY / 2  # never a whole summary's wait
     assert summ.calls <= len(events) + 1
 

@@ -128,8 +128,6 @@ def _run(code: str, ns: dict[str, Any], name: str) -> None:
 
 @pytest.fixture
 def docs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    if not TRAJ.is_file():
-        pytest.skip(f"transcript not found at {TRAJ}")
     shutil.copy(TRAJ, tmp_path / "run.traj.json")
     monkeypatch.chdir(tmp_path)
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "KOMPAKT_MODEL"):

@@ -61,10 +61,16 @@ def test_example_runs_against_llama_cpp_and_keeps_every_original(
     (tmp_path / "README.md").write_text("# demo\nA tiny project.\n")
     db = tmp_path / "agent.db"
     first = _run_example(llama_server, db, "Read README.md and say what it is.", tmp_path)
-    assert first["stopped_reason"] in ("answer", "max_steps")
-    assert 1 <= int(first["steps"]) <= 3  # type: ignore[call-overload]
     store = SQLiteStore(db)
     history = store.messages("demo")
+    # the small model may answer or keep calling tools; each stop has its own evidence
+    if first["stopped_reason"] == "answer":
+        assert history[-1].role == "assistant" and not history[-1].tool_calls
+        assert first["output"] == history[-1].text
+        assert 1 <= int(first["steps"]) <= 3  # type: ignore[call-overload]
+    else:
+        assert first["stopped_reason"] == "max_steps" and first["steps"] == 3
+        assert history[-1].role == "tool"  # the last step called a tool; its result is kept
     assert len(history) == int(first["messages_added"])  # type: ignore[call-overload]
     assert [m.role for m in history[:2]] == ["system", "user"]
     validate(history)

@@ -726,6 +726,7 @@ def raw_anthropic_message(draw: st.DrawFn, n: int) -> dict[str, Any]:
     blocks = draw(st.lists(_anthropic_blocks, max_size=3))
     for k in range(draw(st.integers(0, 2))):
         at = draw(st.integers(0, len(blocks)))
+        block: dict[str, Any]
         if role == "assistant":
             block = {"type": "tool_use", "id": f"t{n}_{k}", "name": "f", "input": {"k": k}}
         else:

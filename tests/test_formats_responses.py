@@ -70,7 +70,7 @@ PARALLEL = [
     },
 ]
 
-BUILT_IN = [
+BUILT_IN: list[dict[str, Any]] = [
     {
         "type": "message",
         "role": "user",
@@ -321,7 +321,7 @@ def test_other_formats_render_as_responses_items() -> None:
     assert [i.get("type") for i in items] == [None, "function_call", "function_call_output"]
     with pytest.raises(FormatError, match="'audio' part cannot be sent to the Responses API"):
         to_dicts(
-            [Message(role="user", content=[Part(kind="audio")])], format="responses", provider=True
+            [Message(role="user", content=(Part(kind="audio"),))], format="responses", provider=True
         )
 
 

@@ -36,7 +36,7 @@ def test_compactor_takes_lists_and_dicts() -> None:
     dicts = [{"role": "user", "content": "x" * 4000}, {"role": "user", "content": "now"}]
     compactor = kompakt.Compactor(trigger=kompakt.TokensExceed(100), strategy=kompakt.Budgeted(100))
     assert compactor.check(kompakt.loads(dicts)) is True
-    view, event = compactor.compact(dicts)
+    view, event = compactor.compact(dicts)  # type: ignore[arg-type]
     assert event.tokens_after <= 100
     assert view.render()[-1].text == "now"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import kompakt
@@ -27,6 +29,23 @@ def test_the_extractive_spec_is_the_digest_itself() -> None:
 def test_bad_spec_fails_at_construction() -> None:
     with pytest.raises(kompakt.ConfigError, match="unknown model spec"):
         kompakt.Summarize(summarizer="gpt-4o")
+
+
+@pytest.mark.parametrize(
+    ("spec", "sdk", "adapter"),
+    [
+        ("openai:gpt-4.1-mini", "openai", "OpenAIModel"),
+        ("anthropic:x", "anthropic", "AnthropicModel"),
+    ],
+)
+def test_a_provider_spec_without_its_sdk_names_the_extra(
+    spec: str, sdk: str, adapter: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, sdk, None)  # how an uninstalled package looks to find_spec
+    with pytest.raises(kompakt.MissingDependency) as caught:
+        kompakt.model_from_string(spec)
+    assert str(caught.value) == f'{adapter} needs the [{sdk}] extra: pip install "kompakt[{sdk}]"'
+    assert caught.value.extra == sdk
 
 
 def test_non_model_is_refused_with_the_parameter_named() -> None:

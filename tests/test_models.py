@@ -107,7 +107,8 @@ def test_scripted_exceptions_surface_as_model_errors() -> None:
     model = ScriptedModel([ValueError("bad request")])
     with pytest.raises(ModelError, match="bad request") as info:
         model.chat_sync([Message.user("x")])
-    assert isinstance(info.value.__cause__, ValueError)
+    cause = info.value.__cause__
+    assert isinstance(cause, ValueError) and cause.args == ("bad request",)
 
 
 async def test_scripted_delay_is_concurrent() -> None:
@@ -298,7 +299,8 @@ def test_extractive_model_summarizes_and_answers_json() -> None:
 
 
 def test_model_from_string_forms() -> None:
-    assert isinstance(model_from_string("extractive"), ExtractiveModel)
+    extractive = model_from_string("extractive")
+    assert isinstance(extractive, ExtractiveModel) and extractive.name == "extractive"
     local = model_from_string("local:/models/x.gguf", n_ctx=4096)
     assert isinstance(local, LocalModel) and local.n_ctx == 4096 and local.name == "local:x.gguf"
     remote = model_from_string("openai:qwen3@http://localhost:8080/v1")
@@ -325,7 +327,8 @@ def test_environment_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KOMPAKT_SUMMARIZER", raising=False)
     assert summarizer_from_env() is None
     monkeypatch.setenv("KOMPAKT_SUMMARIZER", "extractive")
-    assert isinstance(summarizer_from_env(), ExtractiveModel)
+    from_env = summarizer_from_env()
+    assert isinstance(from_env, ExtractiveModel) and from_env.name == "extractive"
 
 
 def test_local_model_missing_file_is_a_config_error() -> None:

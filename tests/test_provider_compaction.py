@@ -194,7 +194,7 @@ def test_compaction_tokens_come_from_usage_when_known() -> None:
 
 # shaped on OpenAI's documented `/responses/compact` answer and Anthropic's documented
 # reply to a request that crossed its compaction trigger
-COMPACT_ANSWER = {
+COMPACT_ANSWER: dict[str, Any] = {
     "id": "resp_001",
     "object": "response.compaction",
     "created_at": 1764967971,

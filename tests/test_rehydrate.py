@@ -71,7 +71,7 @@ def test_files_come_back_after_the_note_within_budget_on_real_transcripts(path: 
     assert view.total_tokens <= budget
     rendered = view.render()
     for dialect in ("openai", "anthropic"):
-        assert not find_problems(rendered, format=dialect)  # type: ignore[arg-type]
+        assert not find_problems(rendered, format=dialect)
     (message,) = rehydrated(view)
     at = rendered.index(message)
     assert rendered[at - 1].synthetic == "summary"  # right after the note

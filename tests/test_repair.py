@@ -196,6 +196,7 @@ def test_repair_takes_dicts_and_is_exported() -> None:
     fixed, repairs = kompakt.repair(dicts)
     assert [m.role for m in fixed] == ["user"]
     assert isinstance(repairs[0], kompakt.Repair)
+    assert [(r.index, r.kind) for r in repairs] == [(1, "dropped_orphan_result")]
     with pytest.raises(FrozenInstanceError):
         repairs[0].index = 5  # type: ignore[misc]
     assert Repair(1, "moved_result", "x") == Repair(1, "moved_result", "x")

@@ -73,6 +73,7 @@ def test_a_300_turn_tool_run_reaches_the_upstream_valid_and_under_budget(
     assert all(s.body["tools"] == TOOLS for s in upstream.seen)  # only messages change
     conv = next(iter(proxy.sessions.conversations.values()))
     assert len(proxy.sessions.conversations) == 1  # recognised without a header
+    assert proxy.sessions.followed >= requests - 2  # each read only where it was new
     assert conv.stats.compactions >= 5
     # between compactions the prefix sent upstream is the same bytes
     assert conv.stats.stable >= 0.9 * (requests - 1 - conv.stats.compactions)
@@ -100,10 +101,10 @@ def test_openai_streaming_passes_through_and_its_usage_calibrates(
             history += step
             if history[-1]["role"] == "assistant":
                 continue
-            stream = client.chat.completions.create(
+            stream = client.chat.completions.create(  # type: ignore[call-overload]
                 model="fake",
                 messages=history,
-                stream=True,  # type: ignore[arg-type]
+                stream=True,
                 stream_options={"include_usage": True},
             )
             chunks = list(stream)
@@ -141,13 +142,19 @@ def test_anthropic_client_streaming_and_not_with_parallel_tool_calls(
             ]
             if t % 2:
                 with client.messages.stream(
-                    model="fake", max_tokens=50, system="be brief", messages=history
-                ) as stream:  # type: ignore[arg-type]
+                    model="fake",
+                    max_tokens=50,
+                    system="be brief",
+                    messages=history,  # type: ignore[arg-type]
+                ) as stream:
                     assert stream.get_final_text() == "ok"
             else:
                 reply = client.messages.create(
-                    model="fake", max_tokens=50, system="be brief", messages=history
-                )  # type: ignore[arg-type]
+                    model="fake",
+                    max_tokens=50,
+                    system="be brief",
+                    messages=history,  # type: ignore[arg-type]
+                )
                 assert reply.content[0].text == "ok"  # type: ignore[union-attr]
             history.append({"role": "assistant", "content": calls})
             history.append({"role": "user", "content": results})
@@ -265,7 +272,7 @@ def test_errors_pass_through_and_bad_requests_get_the_provider_shape(
         with pytest.raises(openai.BadRequestError, match="tool_call_id"):
             client.chat.completions.create(
                 model="fake",
-                messages=[{"role": "tool", "content": "x"}],  # type: ignore[list-item]
+                messages=[{"role": "tool", "content": "x"}],  # type: ignore[list-item, misc]
             )
         r = httpx.post(
             f"{url}/v1/messages", content=b"{not json", headers={"anthropic-version": "2023-06-01"}

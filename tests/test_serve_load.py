@@ -43,8 +43,10 @@ def test_fifty_concurrent_conversations_lose_nothing(tmp_path: Path) -> None:
         )
         proxy = app.state.proxy
 
-        async def run(url: str) -> list[tuple[int, list[Any]]]:
-            limits = httpx.Limits(max_connections=CONVERSATIONS)
+        async def run(url: str) -> list[tuple[list[str], list[Any]]]:
+            # connections idle past 2 s are dropped before uvicorn's 5 s keep-alive closes
+            # them under a request (a slow machine otherwise races it)
+            limits = httpx.Limits(max_connections=CONVERSATIONS, keepalive_expiry=2.0)
             async with httpx.AsyncClient(base_url=url, limits=limits) as client:
                 return await asyncio.gather(
                     *(_conversation(client, n) for n in range(CONVERSATIONS))

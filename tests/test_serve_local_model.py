@@ -1,64 +1,151 @@
 """End to end: the real `openai` client, through `kompakt serve`, to llama.cpp's server
-running SmolLM2 (a 4,096-token window). A tool-using run that outgrows the window gets an
-answer on every request, the budget calibrated by the usage the server reports. The tiny
-model's answers are not judged, only the plumbing."""
+running SmolLM2 with a 2,048-token window. A tool-using run that outgrows the window
+(up to 20 turns: the 300-turn replay runs against the fake upstream in test_serve.py, a
+real model on two cores cannot read that much in a test) is answered on every request;
+every request that reaches the server is a valid conversation within the proxy's budget;
+the one the server refuses as too long is compacted harder and retried once. It is made
+to overflow: its new user message is a list of hex digests, which the server's tokenizer
+counts at several times kompakt's estimate, sized to go a little past the window. The
+tiny model's answers are not judged, only the plumbing.
+
+Every request asks for one token or a few: the server still reads every prompt, but with
+the prefix the proxy keeps stable it reads only what is new (llama.cpp reuses the prompt
+it has), so the run stays short."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
+import kompakt
+from kompakt.index import MessageIndex
 from kompakt.serve import ServeConfig, create_app
+from local_server import llama_cpp_server
 from serve_helpers import serving, tool_turns
 
-pytestmark = [pytest.mark.model, pytest.mark.slow]
+pytestmark = pytest.mark.model
+
+WINDOW = 2_048
+BUDGET = 1_500
+"""The proxy's budget, by kompakt's estimate (calibrated by the usage the server reports)."""
+OVER = 40
+"""The overflowing request's prompt is this many tokens longer than the window (by the
+server's count)."""
+ROOM = range(900, 1_150)
+"""Overflow, after a compaction, when the prompt is this large: large enough that the
+rest of the history can make room for the listing, small enough that the listing does
+not make the proxy compact first (its estimate of the listing is several times low)."""
+TURNS = 20
 
 
-def _run(url: str, turns: int) -> list[Any]:
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=300)
-    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
-    replies: list[Any] = []
+@pytest.fixture(scope="module")
+def small_llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with llama_cpp_server(tmp_path_factory.mktemp("llama2k"), n_ctx=WINDOW, threads=1) as url:
+        yield url
+
+
+def _code(call_id: str) -> str:
+    """A tool's output that reads like code (denser in tokens than kompakt's estimate)."""
+    return "\n".join(
+        f"def handle_{call_id}_{i}(request, limit={i}):\n    return request.items[:limit]"
+        for i in range(3)
+    )
+
+
+def _digests(tokens: int) -> str:
+    """``sha256sum`` output of at least `tokens` tokens by SmolLM2's own tokenizer."""
+    from llama_cpp import Llama
+
+    from kompakt.models import default_gguf
+
+    vocab = Llama(model_path=str(default_gguf()), vocab_only=True, verbose=False)
+    lines: list[str] = []
+    while len(vocab.tokenize("\n".join(lines).encode(), add_bos=False)) < tokens:
+        for k in range(len(lines), len(lines) + 4):
+            lines.append(f"{hashlib.sha256(str(k).encode()).hexdigest()}  data/part_{k}")
+    return "\n".join(lines)
+
+
+def _steps() -> Iterator[list[dict[str, Any]]]:
     # llama-cpp-python's server takes no `content: null` beside tool calls
-    for n, step in enumerate(tool_turns(turns, result_chars=1500, call_text="")):
-        history += step
-        if history[-1]["role"] == "assistant":
-            continue
-        if n % 4 == 0:
-            stream = client.chat.completions.create(
-                model="smollm2",
-                messages=history,  # type: ignore[arg-type]
-                max_tokens=4,
-                stream=True,
-                stream_options={"include_usage": True},
-            )
-            replies.append(list(stream))
-        else:
-            replies.append(
-                client.chat.completions.create(
+    for step in tool_turns(TURNS, call_text=""):
+        for m in step:
+            if m["role"] == "tool":
+                m["content"] = _code(m["tool_call_id"])
+        yield step
+
+
+def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_overflow(
+    small_llama: str, tmp_path: Path
+) -> None:
+    upstream: list[tuple[list[str], int]] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.url.path.endswith("/chat/completions"):
+            messages = kompakt.loads(json.loads(request.content)["messages"], format="openai")
+            problems = [str(p) for p in kompakt.find_problems(list(messages), format="openai")]
+            upstream.append((problems, MessageIndex(list(messages)).total_tokens))
+
+    client = httpx.AsyncClient(timeout=300, event_hooks={"request": [record]})
+    config = ServeConfig(
+        openai_upstream=small_llama, budget=BUDGET, target=0.6, store=str(tmp_path / "s.db")
+    )
+    app = create_app(config, client=client)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    answered = prompt = 0
+    overflow = False
+    sessions = app.state.proxy.sessions
+    with serving(app) as url:
+        llm = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=300)
+        for n, step in enumerate(_steps()):
+            history += step
+            if history[-1]["role"] == "assistant":
+                continue
+            compacted = any(c.stats.compactions for c in sessions.conversations.values())
+            overflow = history[-1]["role"] == "user" and prompt in ROOM and compacted
+            if overflow:  # the user pastes a listing: just past the window
+                listing = _digests(WINDOW - prompt + OVER)
+                history[-1] = {"role": "user", "content": f"What is in here?\n{listing}"}
+            elif n % 9 == 0:  # now and then a streamed answer of a few tokens
+                stream = llm.chat.completions.create(
                     model="smollm2",
                     messages=history,  # type: ignore[arg-type]
                     max_tokens=4,
+                    stream=True,
                 )
+                answered += any(c.choices for c in list(stream))  # type: ignore[attr-defined]
+                continue
+            reply = llm.chat.completions.create(
+                model="smollm2",
+                messages=history,  # type: ignore[arg-type]
+                max_tokens=1,
             )
-    return replies
-
-
-def test_a_run_longer_than_the_window_is_answered_on_every_request(
-    llama_server: str, tmp_path: Path
-) -> None:
-    budget = 2_000
-    app = create_app(
-        ServeConfig(openai_upstream=llama_server, budget=budget, store=str(tmp_path / "s.db"))
-    )
-    with serving(app) as url:
-        replies = _run(url, 8)
-    conv = next(iter(app.state.proxy.sessions.conversations.values()))
-    assert len(replies) == conv.stats.requests == 16
+            assert reply.usage is not None
+            prompt = reply.usage.prompt_tokens
+            answered += 1
+            if overflow:
+                break
+    proxy = app.state.proxy
+    conv = next(iter(proxy.sessions.conversations.values()))
+    requests = conv.stats.requests
+    assert overflow, f"no prompt of {ROOM} tokens after a compaction in {TURNS} turns"
+    assert answered == requests
+    assert len(proxy.sessions.conversations) == 1
     assert all(t.status == 200 for t in conv.timeline), [t.note for t in conv.timeline]
-    assert conv.timeline[-1].tokens_full > 4_096  # uncompacted, it would not fit
-    assert conv.stats.compactions >= 1
+    assert all(not problems for problems, _ in upstream), upstream
+    assert max(tokens for _, tokens in upstream) <= BUDGET
+    recovered = [t for t in conv.timeline if t.note.startswith("upstream overflow")]
+    assert len(recovered) == 1 and "retried" in recovered[0].note, [t.note for t in recovered]
+    assert recovered[0] is conv.timeline[-1]
+    assert len(upstream) == requests + 1  # the refused request and its one retry
+    assert conv.stats.compactions >= 2 and requests >= 16
+    assert conv.timeline[-1].tokens_full > BUDGET  # uncompacted, it would not fit
     reported = [t.usage for t in conv.timeline if t.usage is not None]
-    assert reported and max(reported) <= 4_096
+    assert reported and max(reported) <= WINDOW

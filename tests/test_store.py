@@ -24,8 +24,7 @@ from kompakt.errors import SessionConflict, StoreError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, Part, ToolCall
 from kompakt.models import ScriptedModel
-from kompakt.store import CompactionRecord, HistoryStore, MemoryStore, SQLiteStore
-from kompakt.store.base import BaseStore
+from kompakt.store import CompactionRecord, HistoryStore, MemoryStore, PostgresStore, SQLiteStore
 from kompakt.strategies.base import CompactionContext
 from kompakt.tokens import CharEstimator
 from kompakt.validation import find_problems
@@ -33,7 +32,8 @@ from kompakt.view import View
 
 DATA = Path(__file__).resolve().parent / "data"
 
-StoreFactory = Callable[[], BaseStore]
+AnyStore = MemoryStore | SQLiteStore | PostgresStore
+StoreFactory = Callable[[], AnyStore]
 
 
 # -- servers and stores ---------------------------------------------------------------
@@ -63,17 +63,17 @@ def postgres_dsn() -> Iterator[str]:
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
     """A factory of store objects that all open the same backing storage."""
-    opened: list[BaseStore] = []
+    opened: list[AnyStore] = []
     kind = request.param
     if kind == "memory":
         shared = MemoryStore()
 
-        def factory() -> BaseStore:
+        def factory() -> AnyStore:
             return shared
     elif kind == "sqlite":
         path = tmp_path / "history.db"
 
-        def factory() -> BaseStore:
+        def factory() -> AnyStore:
             opened.append(SQLiteStore(path))
             return opened[-1]
     else:
@@ -81,7 +81,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
         schema = "t_" + uuid.uuid4().hex[:12]
         from kompakt.store.postgres import PostgresStore
 
-        def factory() -> BaseStore:
+        def factory() -> AnyStore:
             opened.append(PostgresStore(dsn, schema=schema))
             return opened[-1]
 
@@ -104,7 +104,7 @@ def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store
 
 
 @pytest.fixture
-def store(make_store: StoreFactory) -> BaseStore:
+def store(make_store: StoreFactory) -> AnyStore:
     return make_store()
 
 
@@ -127,11 +127,11 @@ def convo() -> list[Message]:
 # -- originals ------------------------------------------------------------------------
 
 
-def test_is_a_history_store(store: BaseStore) -> None:
+def test_is_a_history_store(store: AnyStore) -> None:
     assert isinstance(store, HistoryStore)
 
 
-def test_append_numbers_and_reads_back_in_order(store: BaseStore) -> None:
+def test_append_numbers_and_reads_back_in_order(store: AnyStore) -> None:
     msgs = convo()
     assert store.append("s1", msgs[:3]) == [0, 1, 2]
     assert store.append("s1", msgs[3:]) == [3, 4, 5, 6]
@@ -142,7 +142,7 @@ def test_append_numbers_and_reads_back_in_order(store: BaseStore) -> None:
     assert store.messages("nope") == [] and store.count("nope") == 0
 
 
-def test_every_field_survives(store: BaseStore) -> None:
+def test_every_field_survives(store: AnyStore) -> None:
     image = Part(kind="image", data={"type": "image_url", "image_url": {"url": "x.png"}})
     m = Message(
         role="assistant",
@@ -160,7 +160,7 @@ def test_every_field_survives(store: BaseStore) -> None:
     assert back.extra == m.extra and back.metadata == m.metadata
 
 
-def test_duplicate_ids_are_made_unique_like_the_index(store: BaseStore) -> None:
+def test_duplicate_ids_are_made_unique_like_the_index(store: AnyStore) -> None:
     same = [Message.user("again"), Message.user("again")]
     store.append("s", same)
     store.append("s", [Message.user("again")])
@@ -171,7 +171,7 @@ def test_duplicate_ids_are_made_unique_like_the_index(store: BaseStore) -> None:
     assert store.get("s", "missing") is None
 
 
-def test_append_takes_provider_dicts(store: BaseStore) -> None:
+def test_append_takes_provider_dicts(store: AnyStore) -> None:
     store.append("s", [{"role": "user", "content": "hi"}, Message.assistant("hello")])
     assert [(m.role, m.text) for m in store.messages("s")] == [
         ("user", "hi"),
@@ -182,7 +182,7 @@ def test_append_takes_provider_dicts(store: BaseStore) -> None:
 # -- sessions -------------------------------------------------------------------------
 
 
-def test_sessions_and_metadata(store: BaseStore) -> None:
+def test_sessions_and_metadata(store: AnyStore) -> None:
     a = store.create_session("a", metadata={"user": "ana", "tag": 1})
     b = store.create_session(metadata={"user": "bo"})
     assert a == "a" and b
@@ -195,7 +195,7 @@ def test_sessions_and_metadata(store: BaseStore) -> None:
     assert store.metadata("unknown") == {}
 
 
-def test_delete_session_removes_messages_records_and_search(store: BaseStore) -> None:
+def test_delete_session_removes_messages_records_and_search(store: AnyStore) -> None:
     store.append("a", convo())
     store.append("b", convo())
     store.record_compaction("a", CompactionRecord(dropped=("x",), upto=7))
@@ -209,7 +209,7 @@ def test_delete_session_removes_messages_records_and_search(store: BaseStore) ->
 # -- search and recall -----------------------------------------------------------------
 
 
-def test_search_covers_tool_results_paths_and_calls(store: BaseStore) -> None:
+def test_search_covers_tool_results_paths_and_calls(store: AnyStore) -> None:
     msgs = convo()
     store.append("s", msgs)
     store.append("other", [Message.user("ConnectionResetError elsewhere")])
@@ -220,7 +220,7 @@ def test_search_covers_tool_results_paths_and_calls(store: BaseStore) -> None:
     assert store.search("s", "zebra") == []
 
 
-def test_search_ranks_exact_phrase_first_and_limits(store: BaseStore) -> None:
+def test_search_ranks_exact_phrase_first_and_limits(store: AnyStore) -> None:
     store.append(
         "s",
         [
@@ -235,7 +235,7 @@ def test_search_ranks_exact_phrase_first_and_limits(store: BaseStore) -> None:
     assert len(store.search("s", "error", limit=2)) == 2
 
 
-def test_recall_by_id_and_query_within_budget(store: BaseStore) -> None:
+def test_recall_by_id_and_query_within_budget(store: AnyStore) -> None:
     msgs = convo()
     store.append("s", msgs)
     tok = CharEstimator()
@@ -276,7 +276,7 @@ def test_record_and_rebuild_the_current_view(make_store: StoreFactory) -> None:
     assert store.messages("s") == [*msgs, later]  # originals untouched
 
 
-def test_no_record_means_every_original(store: BaseStore) -> None:
+def test_no_record_means_every_original(store: AnyStore) -> None:
     store.append("s", convo())
     assert store.current_view("s").render() == convo()
 
@@ -325,25 +325,25 @@ def test_migrations_upgrade_an_older_schema(
     v1 = list(module.MIGRATIONS)
     with make_store() as old:
         old.append("s", convo())
-        assert old.schema_version == len(v1)  # type: ignore[attr-defined]
+        assert old.schema_version == len(v1)  # type: ignore[union-attr]
     broken = [*v1, [alter, f"UPDATE {table} SET no_such_column = 1"]]
     monkeypatch.setattr(module, "MIGRATIONS", broken)
     with pytest.raises(StoreError):
         make_store()
     monkeypatch.setattr(module, "MIGRATIONS", v1)
     with make_store() as same:  # the failed upgrade rolled back entirely
-        assert same.schema_version == len(v1)  # type: ignore[attr-defined]
+        assert same.schema_version == len(v1)  # type: ignore[union-attr]
         assert same.messages("s") == convo()
     monkeypatch.setattr(module, "MIGRATIONS", [*v1, [alter, f"UPDATE {table} SET note = role"]])
     with make_store() as new:
-        assert new.schema_version == len(v1) + 1  # type: ignore[attr-defined]
+        assert new.schema_version == len(v1) + 1  # type: ignore[union-attr]
         assert new.messages("s") == convo()
         assert [m.text for m in new.search("s", "ConnectionResetError")] == [convo()[3].text]
         where = table.format(s=f'"{getattr(new, "schema", "")}"')
-        notes = new._read(f"SELECT note FROM {where} ORDER BY seq")  # type: ignore[attr-defined]
+        notes = new._read(f"SELECT note FROM {where} ORDER BY seq")  # type: ignore[union-attr]
         assert [r[0] for r in notes] == [m.role for m in convo()]
     with make_store() as again:  # opening at the current version changes nothing
-        assert again.schema_version == len(v1) + 1  # type: ignore[attr-defined]
+        assert again.schema_version == len(v1) + 1  # type: ignore[union-attr]
         assert again.count("s") == len(convo())
 
 
@@ -352,7 +352,7 @@ def test_migrations_upgrade_an_older_schema(
 
 def _append_worker(kind: str, target: Any, worker: int, n: int) -> None:
     if kind == "sqlite":
-        store: BaseStore = SQLiteStore(target)
+        store: AnyStore = SQLiteStore(target)
     else:
         from kompakt.store.postgres import PostgresStore
 
@@ -393,7 +393,7 @@ def test_concurrent_appends_from_processes(make_store: StoreFactory) -> None:
 # -- recall on a real transcript -----------------------------------------------------------
 
 
-def test_recall_finds_what_compaction_evicted_in_a_real_transcript(store: BaseStore) -> None:
+def test_recall_finds_what_compaction_evicted_in_a_real_transcript(store: AnyStore) -> None:
     import kompakt
     from kompakt.strategies import Budgeted
 
@@ -461,7 +461,7 @@ batches = st.lists(st.lists(texts, max_size=4), min_size=1, max_size=5)
 )
 @given(batches=batches)
 def test_appends_concatenate_with_unique_ids_and_contiguous_seq(
-    store: BaseStore, batches: list[list[str]]
+    store: AnyStore, batches: list[list[str]]
 ) -> None:
     session = uuid.uuid4().hex
     expected: list[str] = []
@@ -487,7 +487,7 @@ def test_postgres_store_without_psycopg_names_the_extra(monkeypatch: pytest.Monk
         PostgresStore("postgresql://nowhere/db")
 
 
-def test_nul_bytes_and_huge_tool_output_survive(store: BaseStore) -> None:
+def test_nul_bytes_and_huge_tool_output_survive(store: AnyStore) -> None:
     weird = Message.tool("binary\x00junk then NeedleError", tool_call_id="c1")
     huge = Message.tool("y " * 1_000_000 + "TailMarker", tool_call_id="c2")
     store.append("s", [weird, huge])
@@ -496,7 +496,7 @@ def test_nul_bytes_and_huge_tool_output_survive(store: BaseStore) -> None:
     assert store.search("s", "TailMarker") == [huge]  # beyond what the text index holds
 
 
-def test_append_takes_anthropic_blocks(store: BaseStore) -> None:
+def test_append_takes_anthropic_blocks(store: AnyStore) -> None:
     store.append(
         "s",
         [
@@ -523,8 +523,9 @@ def test_postgres_store_reconnects_after_the_server_drops_it(make_store: StoreFa
     import psycopg
 
     store = make_store()
+    assert isinstance(store, PostgresStore)
     store.append("s", convo())
-    pid = store._conn.info.backend_pid  # type: ignore[attr-defined]
+    pid = store._conn.info.backend_pid
     with psycopg.connect(make_store.target[0], autocommit=True) as admin:  # type: ignore[attr-defined]
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     assert store.messages("s") == convo()  # read again on a new connection
@@ -563,7 +564,7 @@ def _slow_tool_agent(store: HistoryStore, label: str) -> Agent:
         await asyncio.sleep(0.01)
         return f"{label} step {n} done"
 
-    script: list[object] = [
+    script: list[Message | str] = [
         Message.assistant(
             tool_calls=[ToolCall(id=f"{label}{i}", name="run_step", arguments=f'{{"n": {i}}}')]
         )

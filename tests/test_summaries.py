@@ -431,16 +431,14 @@ def test_bad_options() -> None:
 def test_invariants_hold_for_any_shape(turns: int, keep: int, budget: int) -> None:
     msgs = conversation(turns, size=20)
     strategy = Budgeted(
-        budget,
-        strategies=[Summarize(keep_last_groups=keep, summarizer=ScriptedModel(SUMMARY))],
-        strict=False,
+        budget, strategies=[Summarize(keep_last_groups=keep, summarizer=ScriptedModel(SUMMARY))]
     )
     out = kompakt.apply_compaction(msgs, strategy=strategy)
     assert out[0] == msgs[0]
     assert msgs[-4] in out  # the last user message, verbatim
     assert not find_problems(out)
-    if MessageIndex(msgs).total_tokens > budget:
-        assert MessageIndex(out).total_tokens <= budget or len(out) <= 6
+    # the protected core (system prompt, last request) is far below 700 tokens: always fits
+    assert MessageIndex(out).total_tokens <= budget
 
 
 def test_concurrent_chunk_gather_is_a_real_gather() -> None:

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="call-arg, unused-ignore"
+# (this file calls the 0.1 spellings on purpose: each must still work, with a warning)
 """One name per idea: every option renamed for 0.2 still works under its 0.1 name (or position)
 for one release, with exactly one DeprecationWarning that names the new one and points at the
 caller's line; public callables take their options by keyword; docs and examples use only the
@@ -540,7 +542,7 @@ framework adapters have their own entry points; `kompakt.notes` is the digest en
 TWO_INPUTS = {
     "kompakt.errors.Problem",  # (index, rule, message): a record, like the dataclasses
     "kompakt.strategies.base.run_strategy",  # (strategy, view, context): a strategy's inputs
-    "kompakt.store.base.apply_record",  # (view, record): the record replayed onto the view
+    "kompakt.store.records.apply_record",  # (view, record): the record replayed onto the view
     "kompakt.formats.native.message_from_dict",  # (data, index): where the data came from
     "kompakt.models.base.assistant_response",  # (text, usage): the two halves of a response
     "kompakt.models.base.estimate_usage",  # (messages, answer): what was asked, what came back

@@ -11,12 +11,13 @@ stays fast and pulls in no model SDK, database driver or framework.
 
 from __future__ import annotations
 
-import importlib
 import typing
+
+from kompakt import _lazy
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+# public name -> module that defines it (the one list: __all__ and the imports below follow it)
 _EXPORTS: dict[str, str] = {
     # messages and errors
     "Message": "kompakt.messages",
@@ -137,280 +138,135 @@ _EXPORTS: dict[str, str] = {
     "compact_for_retry_async": "kompakt.recovery",
 }
 
-__all__ = [
-    "ASSISTANT_CONCEPTS",
-    "CODING_AGENT_CONCEPTS",
-    "Agent",
-    "AllOf",
-    "Always",
-    "AnthropicModel",
-    "AnyOf",
-    "AsyncStrategy",
-    "BackgroundCompaction",
-    "BackgroundCompactor",
-    "BaseStore",
-    "BaseStrategy",
-    "BudgetImpossible",
-    "Budgeted",
-    "CharEstimator",
-    "CharsExceed",
-    "ChatModel",
-    "ChatResponse",
-    "Chunked",
-    "ClampOversized",
-    "CollapseToolResults",
-    "CompactionContext",
-    "CompactionEvent",
-    "CompactionRecord",
-    "Compactor",
-    "Concept",
-    "ConfigError",
-    "ContextFraction",
-    "Conversation",
-    "DigestSummarizer",
-    "ExtractiveDigest",
-    "ExtractiveModel",
-    "FactRetrieval",
-    "FactType",
-    "FormatError",
-    "FromLastN",
-    "Group",
-    "GroupsExceed",
-    "HFTokenizer",
-    "HasToolCalls",
-    "HistoryProcessor",
-    "HistoryStore",
-    "InputError",
-    "InvalidConversation",
-    "KeepFirstAndLast",
-    "KompaktError",
-    "LocalModel",
-    "MemoryStore",
-    "Message",
-    "MessageError",
-    "MessageIndex",
-    "MessagesExceed",
-    "MissingDependency",
-    "ModelError",
-    "Never",
-    "Not",
-    "OpenAIModel",
-    "Overflow",
-    "Part",
-    "Pipeline",
-    "PostgresStore",
-    "Problem",
-    "Rehydrate",
-    "RemoveToolCalls",
-    "Repair",
-    "Role",
-    "RunResult",
-    "RuntimeFailure",
-    "SQLiteStore",
-    "ScriptedModel",
-    "SessionConflict",
-    "SlidingWindow",
-    "Step",
-    "StoreError",
-    "Strategy",
-    "Summarize",
-    "Summarizer",
-    "SupersedeReads",
-    "TiktokenTokenizer",
-    "Tokenizer",
-    "TokensBelow",
-    "TokensExceed",
-    "Tool",
-    "ToolCall",
-    "ToolSpec",
-    "Trigger",
-    "Truncation",
-    "TurnsExceed",
-    "Usage",
-    "View",
-    "WholeHistory",
-    "__version__",
-    "apply_compaction",
-    "apply_compaction_async",
-    "as_history_processor",
-    "compact_for_retry",
-    "compact_for_retry_async",
-    "detect_format",
-    "dump",
-    "find_problems",
-    "load",
-    "loads",
-    "model_from_string",
-    "parse_overflow",
-    "repair",
-    "strategy_from_name",
-    "to_dicts",
-    "tool",
-    "validate",
-]
+__all__ = ["__version__", *_EXPORTS]
 
 
 # Imported now, not on first use: the module `kompakt.repair` shares its function's name,
 # and importing the module later would bind `kompakt.repair` to the module.
-from kompakt.repair import Repair, repair  # noqa: E402
+from kompakt.repair import Repair as Repair  # noqa: E402
+from kompakt.repair import repair as repair  # noqa: E402
 
 _RENAMED: dict[str, str] = {"All": "AllOf", "Any": "AnyOf", "StoreBase": "BaseStore"}
 """0.1 names, still importable for one release (with a DeprecationWarning)."""
 
+if typing.TYPE_CHECKING:  # what type checkers and IDEs read; a test keeps it equal to _EXPORTS
+    from kompakt.agent import Agent as Agent
+    from kompakt.agent import BackgroundCompaction as BackgroundCompaction
+    from kompakt.agent import BackgroundCompactor as BackgroundCompactor
+    from kompakt.agent import RunResult as RunResult
+    from kompakt.agent import Tool as Tool
+    from kompakt.agent import tool as tool
+    from kompakt.compactor import CompactionEvent as CompactionEvent
+    from kompakt.compactor import Compactor as Compactor
+    from kompakt.compactor import HistoryProcessor as HistoryProcessor
+    from kompakt.compactor import apply_compaction as apply_compaction
+    from kompakt.compactor import apply_compaction_async as apply_compaction_async
+    from kompakt.compactor import as_history_processor as as_history_processor
+    from kompakt.config import strategy_from_name as strategy_from_name
+    from kompakt.errors import BudgetImpossible as BudgetImpossible
+    from kompakt.errors import ConfigError as ConfigError
+    from kompakt.errors import FormatError as FormatError
+    from kompakt.errors import InputError as InputError
+    from kompakt.errors import InvalidConversation as InvalidConversation
+    from kompakt.errors import KompaktError as KompaktError
+    from kompakt.errors import MessageError as MessageError
+    from kompakt.errors import MissingDependency as MissingDependency
+    from kompakt.errors import ModelError as ModelError
+    from kompakt.errors import Problem as Problem
+    from kompakt.errors import RuntimeFailure as RuntimeFailure
+    from kompakt.errors import SessionConflict as SessionConflict
+    from kompakt.errors import StoreError as StoreError
+    from kompakt.formats import Conversation as Conversation
+    from kompakt.formats import detect_format as detect_format
+    from kompakt.formats import dump as dump
+    from kompakt.formats import load as load
+    from kompakt.formats import loads as loads
+    from kompakt.formats import to_dicts as to_dicts
+    from kompakt.index import Group as Group
+    from kompakt.index import MessageIndex as MessageIndex
+    from kompakt.messages import Message as Message
+    from kompakt.messages import Part as Part
+    from kompakt.messages import Role as Role
+    from kompakt.messages import ToolCall as ToolCall
+    from kompakt.models import AnthropicModel as AnthropicModel
+    from kompakt.models import ChatModel as ChatModel
+    from kompakt.models import ChatResponse as ChatResponse
+    from kompakt.models import ExtractiveModel as ExtractiveModel
+    from kompakt.models import LocalModel as LocalModel
+    from kompakt.models import OpenAIModel as OpenAIModel
+    from kompakt.models import ScriptedModel as ScriptedModel
+    from kompakt.models import ToolSpec as ToolSpec
+    from kompakt.models import Usage as Usage
+    from kompakt.models import model_from_string as model_from_string
+    from kompakt.overflow import Overflow as Overflow
+    from kompakt.overflow import parse_overflow as parse_overflow
+    from kompakt.recovery import compact_for_retry as compact_for_retry
+    from kompakt.recovery import compact_for_retry_async as compact_for_retry_async
+    from kompakt.repair import Repair as Repair
+    from kompakt.repair import repair as repair
+    from kompakt.store import BaseStore as BaseStore
+    from kompakt.store import CompactionRecord as CompactionRecord
+    from kompakt.store import HistoryStore as HistoryStore
+    from kompakt.store import MemoryStore as MemoryStore
+    from kompakt.store import PostgresStore as PostgresStore
+    from kompakt.store import SQLiteStore as SQLiteStore
+    from kompakt.strategies import ASSISTANT_CONCEPTS as ASSISTANT_CONCEPTS
+    from kompakt.strategies import CODING_AGENT_CONCEPTS as CODING_AGENT_CONCEPTS
+    from kompakt.strategies import AsyncStrategy as AsyncStrategy
+    from kompakt.strategies import BaseStrategy as BaseStrategy
+    from kompakt.strategies import Budgeted as Budgeted
+    from kompakt.strategies import Chunked as Chunked
+    from kompakt.strategies import ClampOversized as ClampOversized
+    from kompakt.strategies import CollapseToolResults as CollapseToolResults
+    from kompakt.strategies import CompactionContext as CompactionContext
+    from kompakt.strategies import Concept as Concept
+    from kompakt.strategies import ExtractiveDigest as ExtractiveDigest
+    from kompakt.strategies import FactRetrieval as FactRetrieval
+    from kompakt.strategies import FactType as FactType
+    from kompakt.strategies import FromLastN as FromLastN
+    from kompakt.strategies import KeepFirstAndLast as KeepFirstAndLast
+    from kompakt.strategies import Pipeline as Pipeline
+    from kompakt.strategies import Rehydrate as Rehydrate
+    from kompakt.strategies import RemoveToolCalls as RemoveToolCalls
+    from kompakt.strategies import SlidingWindow as SlidingWindow
+    from kompakt.strategies import Step as Step
+    from kompakt.strategies import Strategy as Strategy
+    from kompakt.strategies import Summarize as Summarize
+    from kompakt.strategies import SupersedeReads as SupersedeReads
+    from kompakt.strategies import Truncation as Truncation
+    from kompakt.strategies import WholeHistory as WholeHistory
+    from kompakt.summarizers import DigestSummarizer as DigestSummarizer
+    from kompakt.summarizers import Summarizer as Summarizer
+    from kompakt.tokens import CharEstimator as CharEstimator
+    from kompakt.tokens import HFTokenizer as HFTokenizer
+    from kompakt.tokens import TiktokenTokenizer as TiktokenTokenizer
+    from kompakt.tokens import Tokenizer as Tokenizer
+    from kompakt.triggers import AllOf as AllOf
+    from kompakt.triggers import Always as Always
+    from kompakt.triggers import AnyOf as AnyOf
+    from kompakt.triggers import CharsExceed as CharsExceed
+    from kompakt.triggers import ContextFraction as ContextFraction
+    from kompakt.triggers import GroupsExceed as GroupsExceed
+    from kompakt.triggers import HasToolCalls as HasToolCalls
+    from kompakt.triggers import MessagesExceed as MessagesExceed
+    from kompakt.triggers import Never as Never
+    from kompakt.triggers import Not as Not
+    from kompakt.triggers import TokensBelow as TokensBelow
+    from kompakt.triggers import TokensExceed as TokensExceed
+    from kompakt.triggers import Trigger as Trigger
+    from kompakt.triggers import TurnsExceed as TurnsExceed
+    from kompakt.validation import find_problems as find_problems
+    from kompakt.validation import validate as validate
+    from kompakt.view import View as View
+else:
 
-def __getattr__(name: str) -> typing.Any:
-    if name in _RENAMED:
-        from kompakt._deprecation import renamed
+    def __getattr__(name: str) -> typing.Any:
+        if name in _RENAMED:
+            from kompakt._deprecation import renamed
 
-        renamed(name, _RENAMED[name], owner="kompakt")
-        return __getattr__(_RENAMED[name])
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kompakt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+            renamed(name, _RENAMED[name], owner="kompakt")
+            return __getattr__(_RENAMED[name])
+        return _lazy.attribute(globals(), _EXPORTS, name)
 
-
-def __dir__() -> list[str]:
-    return __all__
-
-
-if typing.TYPE_CHECKING:  # real imports for type checkers and IDEs
-    from kompakt.agent import (
-        Agent,
-        BackgroundCompaction,
-        BackgroundCompactor,
-        RunResult,
-        Tool,
-        tool,
-    )
-    from kompakt.compactor import (
-        CompactionEvent,
-        Compactor,
-        HistoryProcessor,
-        apply_compaction,
-        apply_compaction_async,
-        as_history_processor,
-    )
-    from kompakt.config import (
-        strategy_from_name,
-    )
-    from kompakt.errors import (
-        BudgetImpossible,
-        ConfigError,
-        FormatError,
-        InputError,
-        InvalidConversation,
-        KompaktError,
-        MessageError,
-        MissingDependency,
-        ModelError,
-        Problem,
-        RuntimeFailure,
-        SessionConflict,
-        StoreError,
-    )
-    from kompakt.formats import (
-        Conversation,
-        detect_format,
-        dump,
-        load,
-        loads,
-        to_dicts,
-    )
-    from kompakt.index import (
-        Group,
-        MessageIndex,
-    )
-    from kompakt.messages import (
-        Message,
-        Part,
-        Role,
-        ToolCall,
-    )
-    from kompakt.models import (
-        AnthropicModel,
-        ChatModel,
-        ChatResponse,
-        ExtractiveModel,
-        LocalModel,
-        OpenAIModel,
-        ScriptedModel,
-        ToolSpec,
-        Usage,
-        model_from_string,
-    )
-    from kompakt.overflow import (
-        Overflow,
-        parse_overflow,
-    )
-    from kompakt.recovery import (
-        compact_for_retry,
-        compact_for_retry_async,
-    )
-    from kompakt.store import (
-        BaseStore,
-        CompactionRecord,
-        HistoryStore,
-        MemoryStore,
-        PostgresStore,
-        SQLiteStore,
-    )
-    from kompakt.strategies import (
-        ASSISTANT_CONCEPTS,
-        CODING_AGENT_CONCEPTS,
-        AsyncStrategy,
-        BaseStrategy,
-        Budgeted,
-        Chunked,
-        ClampOversized,
-        CollapseToolResults,
-        CompactionContext,
-        Concept,
-        ExtractiveDigest,
-        FactRetrieval,
-        FactType,
-        FromLastN,
-        KeepFirstAndLast,
-        Pipeline,
-        Rehydrate,
-        RemoveToolCalls,
-        SlidingWindow,
-        Step,
-        Strategy,
-        Summarize,
-        SupersedeReads,
-        Truncation,
-        WholeHistory,
-    )
-    from kompakt.summarizers import DigestSummarizer, Summarizer
-    from kompakt.tokens import (
-        CharEstimator,
-        HFTokenizer,
-        TiktokenTokenizer,
-        Tokenizer,
-    )
-    from kompakt.triggers import (
-        AllOf,
-        Always,
-        AnyOf,
-        CharsExceed,
-        ContextFraction,
-        GroupsExceed,
-        HasToolCalls,
-        MessagesExceed,
-        Never,
-        Not,
-        TokensBelow,
-        TokensExceed,
-        Trigger,
-        TurnsExceed,
-    )
-    from kompakt.validation import (
-        find_problems,
-        validate,
-    )
-    from kompakt.view import (
-        View,
-    )
+    def __dir__() -> list[str]:
+        return __all__

@@ -29,6 +29,7 @@ import copy
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -50,11 +51,14 @@ from kompakt.overflow import Overflow
 from kompakt.strategies._common import COMPOSITE, _token_limit, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
+    Overrides,
     Step,
     StrategyLike,
     as_strategy,
     default_target,
+    own_trigger,
     run_strategy,
+    token_budget_of,
 )
 from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
@@ -74,6 +78,17 @@ __all__ = [
     "as_history_processor",
     "strategy_from_name",
 ]
+
+
+class _Default:
+    """The type of `COMPACTOR_DEFAULT`."""
+
+    def __repr__(self) -> str:
+        return "COMPACTOR_DEFAULT"
+
+
+COMPACTOR_DEFAULT = _Default()
+"""`Compactor.run`'s ``summarizer=`` when not given: the compactor's own (None means none)."""
 
 HistoryProcessor: TypeAlias = Callable[[list[Message]], list[Message]]
 """A transform from a message list to a new, compacted one (the input is never mutated)."""
@@ -190,8 +205,9 @@ class Compactor:
             for provider prompt caches.
         tokenizer: for histories given as plain message lists.
         summarizer: the model summary strategies use when they have none of their own.
-        min_preserved: if given, overrides `min_preserved` on the strategy (and the
-            strategies inside a `Pipeline` or `Budgeted`).
+        min_preserved: if given, every strategy of the run keeps this many of the newest
+            groups instead of its own `min_preserved` (the strategies inside a `Pipeline`
+            or `Budgeted` too); the strategy objects are not changed (`overrides`).
         rehydrate: after a compaction that changed the view, bring back the newest
             files the agent read or edited, its plan and pinned memory
             (`kompakt.strategies.Rehydrate`), within the budget.
@@ -217,11 +233,11 @@ class Compactor:
             raise ConfigError("Compactor needs `strategy=`, for example Budgeted(100_000)")
         strat: Any = strategy_from_name(strategy) if isinstance(strategy, str) else strategy
         strat = as_strategy(strat)
-        if min_preserved is not None:
-            strat = _with_min_preserved(strat, min_preserved)
         self.strategy = strat
+        self.overrides = Overrides(min_preserved=_min_preserved(min_preserved))
+        """What each run changes in the strategy's options (it stays as configured)."""
         if trigger is None:
-            trigger = getattr(strat, "trigger", None) or Always()
+            trigger = own_trigger(strat) or Always()
         self.trigger: Trigger = as_trigger(trigger)
         self.target: Trigger = (
             as_trigger(target) if target is not None else default_target(self.trigger)
@@ -247,6 +263,21 @@ class Compactor:
     def reset(self) -> None:
         """Forget the view: the next compaction starts from the originals."""
         self._view = None
+
+    def adopt(self, view: View) -> None:
+        """Make `view` the persistent view: one compacted outside this compactor (for
+        example by `kompakt.recovery.compact_for_retry` after an overflow), so the next
+        compaction builds on it.
+
+        >>> from kompakt import Message, MessageIndex
+        >>> from kompakt.strategies import Truncation
+        >>> view = View(MessageIndex([Message.user("hi")]))
+        >>> compactor = Compactor(strategy=Truncation())
+        >>> compactor.adopt(view)
+        >>> compactor.view_for(view.index) is view
+        True
+        """
+        self._view = view
 
     def _index(self, source: MessageIndex | Sequence[Message] | Any) -> MessageIndex:
         if isinstance(source, MessageIndex):
@@ -278,84 +309,145 @@ class Compactor:
         Returns the (persistent) view and what happened. If the strategy raises (for
         example `BudgetImpossible`), the view is left as it was.
         """
-        view, work, event, ctx = self._start(source, force)
-        if ctx is None:
-            return view, event
-        strategy, target = self.with_room()
-        ctx.target = target
-        run_strategy_sync(strategy, work, ctx)
-        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            run_strategy_sync(self.rehydrate, work, self._rehydrate_context(ctx))
-        return self._finish(work, event, ctx)
+        view, reason = self._fired(source, force)
+        if reason is None:
+            return view, CompactionEvent.before(view, f"{self.trigger!r} did not fire")
+        work = view.copy()
+        event = self.run(work, reason=reason)
+        self._view = work
+        return work, event
 
     async def compact_async(
         self, source: MessageIndex | Sequence[Message], *, force: bool = False
     ) -> tuple[View, CompactionEvent]:
         """`compact` for strategies that await a model."""
-        view, work, event, ctx = self._start(source, force)
-        if ctx is None:
-            return view, event
-        strategy, target = self.with_room()
-        ctx.target = target
-        await run_strategy(strategy, work, ctx)
-        if self.rehydrate is not None and any(s.changed for s in ctx.steps):
-            await run_strategy(self.rehydrate, work, self._rehydrate_context(ctx))
-        return self._finish(work, event, ctx)
+        view, reason = self._fired(source, force)
+        if reason is None:
+            return view, CompactionEvent.before(view, f"{self.trigger!r} did not fire")
+        work = view.copy()
+        event = await self.run_async(work, reason=reason)
+        self._view = work
+        return work, event
 
-    def with_room(self) -> tuple[StrategyLike, Trigger]:
-        """The strategy and target to compact with, leaving room for the rehydration
-        after it: a `Budgeted` budget or a token target lowered by
-        `Rehydrate.room_for` (unchanged without `rehydrate`).
+    def run(
+        self,
+        view: View,
+        *,
+        target: Trigger | None = None,
+        overrides: Overrides | None = None,
+        reason: str = "",
+        check_trigger: bool = True,
+        rehydrate: bool = True,
+        summarizer: ChatModel | _Default | None = COMPACTOR_DEFAULT,
+    ) -> CompactionEvent:
+        """Compact `view` in place now, whatever the trigger says: the one driver every
+        loop runs (`compact`, the `Agent`, a background preparation, the adapters).
+
+        Args:
+            view: the view to edit (`compact` passes a copy of its persistent one).
+            target: when to stop (default: the compactor's, less the rehydration's room).
+            overrides: what this run changes in the strategy's options (default: the
+                compactor's `overrides`, its budget less the rehydration's room).
+            reason: why it runs, for the event.
+            check_trigger: skip the strategy while its own trigger is quiet.
+            rehydrate: run the compactor's `rehydrate` after a compaction that changed
+                the view (False: the caller rehydrates, e.g. after its own steps).
+            summarizer: the model summary strategies use when they have none of their
+                own (default: the compactor's; None: none).
+
+        >>> from kompakt.strategies import Truncation
+        >>> c = Compactor(strategy=Truncation(min_preserved=1))
+        >>> view = View(MessageIndex([Message.user("a"), Message.user("b")]))
+        >>> c.run(view, target=TokensBelow(1)).messages_after, [m.text for m in view.render()]
+        (1, ['b'])
+        """
+        ctx, event, started = self._open(view, target, overrides, reason, summarizer)
+        run_strategy_sync(self.strategy, view, ctx, check_trigger=check_trigger)
+        if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            run_strategy_sync(self.rehydrate, view, self._rehydrate_context(ctx))
+        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+
+    async def run_async(
+        self,
+        view: View,
+        *,
+        target: Trigger | None = None,
+        overrides: Overrides | None = None,
+        reason: str = "",
+        check_trigger: bool = True,
+        rehydrate: bool = True,
+        summarizer: ChatModel | _Default | None = COMPACTOR_DEFAULT,
+    ) -> CompactionEvent:
+        """`run` for strategies that await a model (the same arguments)."""
+        ctx, event, started = self._open(view, target, overrides, reason, summarizer)
+        await run_strategy(self.strategy, view, ctx, check_trigger=check_trigger)
+        if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
+            await run_strategy(self.rehydrate, view, self._rehydrate_context(ctx))
+        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+
+    def with_room(self) -> tuple[Overrides, Trigger]:
+        """The overrides and target to compact with, leaving room for the rehydration
+        after it: the strategy's token budget (a `Budgeted`'s) and a token target
+        lowered by `Rehydrate.room_for` (unchanged without `rehydrate`).
 
         >>> from kompakt.strategies import Budgeted, Rehydrate
         >>> c = Compactor(strategy=Budgeted(8_000), rehydrate=Rehydrate(max_message_tokens=1_000))
-        >>> c.with_room()[0].token_budget
-        7000
+        >>> overrides, target = c.with_room()
+        >>> overrides.budget(c.strategy.token_budget), target
+        (7000, TokensBelow(limit=7000))
         """
         if self.rehydrate is None:
-            return self.strategy, self.target
-        budget = getattr(self.strategy, "token_budget", None)
+            return self.overrides, self.target
+        budget = self._budget()
         limit = _token_limit(self.target)
-        strategy, target = self.strategy, self.target
-        if isinstance(budget, int):
-            strategy = copy.copy(self.strategy)
-            strategy.token_budget = max(1, budget - self.rehydrate.room_for(budget))
+        overrides, target = self.overrides, self.target
+        if budget is not None:
+            overrides = overrides.shifted(self.rehydrate.room_for(budget))
         if limit is not None:
             target = TokensBelow(max(1, limit - self.rehydrate.room_for(limit)))
-        return strategy, target
+        return overrides, target
+
+    def _budget(self) -> int | None:
+        """The strategy's token budget for a run, the overrides applied (None: it has none)."""
+        budget = token_budget_of(self.strategy)
+        return None if budget is None else self.overrides.budget(budget)
 
     def _rehydrate_context(self, ctx: CompactionContext) -> CompactionContext:
         """The rehydration measures its room against the budget and target as given."""
-        budget = getattr(self.strategy, "token_budget", None)
         return CompactionContext(
             ctx.view,
             target=self.target,
-            budget=budget if isinstance(budget, int) else None,
+            budget=self._budget(),
             summarizer=ctx.summarizer,
             steps=ctx.steps,
         )
 
-    def _start(
+    def _fired(
         self, source: MessageIndex | Sequence[Message], force: bool
-    ) -> tuple[View, View, CompactionEvent, CompactionContext | None]:
+    ) -> tuple[View, str | None]:
+        """The persistent view over `source`, and why to compact it now (None: not now)."""
         view = self.view_for(self._index(source))
-        started = time.perf_counter()
-        event = CompactionEvent.before(view)
-        fired = self.trigger(view)
-        if not fired and not force:
-            event.reason = f"{self.trigger!r} did not fire"
-            return view, view, event, None
-        event.reason = f"{self.trigger!r} fired" if fired else "forced"
-        event.seconds = started  # until `_finish`: when it started
-        work = view.copy()
-        ctx = CompactionContext(work, target=self.target, summarizer=self.summarizer)
-        return view, work, event, ctx
+        if self.trigger(view):
+            return view, f"{self.trigger!r} fired"
+        return view, "forced" if force else None
 
-    def _finish(
-        self, work: View, event: CompactionEvent, ctx: CompactionContext
-    ) -> tuple[View, CompactionEvent]:
-        self._view = work
-        return work, event.finish(work, ctx.steps, seconds=time.perf_counter() - event.seconds)
+    def _open(
+        self,
+        view: View,
+        target: Trigger | None,
+        overrides: Overrides | None,
+        reason: str,
+        summarizer: ChatModel | _Default | None,
+    ) -> tuple[CompactionContext, CompactionEvent, float]:
+        """A run's context, its event opened on `view` as it is, and when it started."""
+        room_overrides, room_target = self.with_room()
+        ctx = CompactionContext(
+            view,
+            target=room_target if target is None else target,
+            summarizer=self.summarizer if isinstance(summarizer, _Default) else summarizer,
+            overrides=room_overrides if overrides is None else overrides,
+        )
+        return ctx, CompactionEvent.before(view, reason), time.perf_counter()
 
     # -- configuration --------------------------------------------------------------
 
@@ -419,17 +511,6 @@ class Compactor:
 
     def __repr__(self) -> str:
         return f"Compactor(trigger={self.trigger!r}, strategy={self.strategy!r})"
-
-
-def _with_min_preserved(strategy: Any, n: int) -> Any:
-    """A copy of `strategy` (and of the strategies inside it) with `min_preserved` = n."""
-    out = copy.copy(strategy)
-    if hasattr(out, "min_preserved"):
-        out.min_preserved = n
-    inner = getattr(out, "strategies", None)
-    if isinstance(inner, list):
-        out.strategies = [_with_min_preserved(s, n) for s in inner]
-    return out
 
 
 def _bool(value: Any, where: str) -> bool:
@@ -572,7 +653,7 @@ def _read(
 ) -> tuple[list[Message], Callable[[list[Message]], Any]]:
     """The messages, and how to turn the result back into the input's format."""
     is_list = isinstance(messages, Sequence) and not isinstance(messages, (str, bytes))
-    if is_list and all(isinstance(m, Message) for m in messages):
+    if is_list and all(map(isinstance, messages, repeat(Message))):
         if hasattr(messages, "format"):  # a Conversation: keep its format and envelope
             return list(messages), lambda out: _like(messages, out)
         return list(messages), lambda out: out

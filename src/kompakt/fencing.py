@@ -103,10 +103,17 @@ def attributes(attrs: Mapping[str, str | None]) -> str:
     for name, value in attrs.items():
         if value is None:
             continue
-        if not _NAME.fullmatch(name):
-            raise ValueError(f"attribute name must be a plain identifier, got {name!r}")
+        if name not in _PLAIN_NAMES:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"attribute name must be a plain identifier, got {name!r}")
+            if len(_PLAIN_NAMES) < 1_000:
+                _PLAIN_NAMES.add(name)
         pairs.append(f"{name}={quote(value)}")
     return " ".join(pairs)
+
+
+_PLAIN_NAMES: set[str] = set()
+"""Attribute names checked already (the few a program uses, each note repeats them)."""
 
 
 def fence(

@@ -118,6 +118,9 @@ class MessageIndex:
         """Index of the oldest user group kompakt did not write (the user's request)."""
         self.compaction_group: int | None = None
         """Index of the newest group holding a provider compaction (None without one)."""
+        # nothing but system messages (and notes) so far: where a note passed back as
+        # plain text stands
+        self._opening_only = True
         self.extend(messages)
 
     # -- building -----------------------------------------------------------------
@@ -148,32 +151,77 @@ class MessageIndex:
 
     def extend(self, messages: Iterable[Message]) -> list[Message]:
         """Append several messages; returns them as stored."""
-        # `append`, inlined with its lookups hoisted: building an index is this loop
-        out: list[Message] = []
-        positions, stored, token_list = self._positions, self._messages, self._tokens
-        group_of, count, place = self._group_of, self.tokenizer.count_message, self._place
-        for message in messages:
-            if message.id in positions:
-                message = self._unique(message)
-            pos = len(stored)
-            tokens = count(message)
-            if message.metadata:
-                tokens = _usage_tokens(message, tokens)
-            chars = message.char_count
-            group = place(message, pos)
-            group.end = pos + 1
-            group.tokens += tokens
-            group.chars += chars
-            if message.pinned or message.memory:
-                group.pinned = True
-            stored.append(message)
-            token_list.append(tokens)
-            group_of.append(group.index)
-            positions[message.id] = pos
-            self.total_tokens += tokens
-            self.total_chars += chars
-            out.append(message)
-        return out
+        # `append` and `_place`, inlined with their lookups hoisted: building an index is
+        # this loop. A tool result answering the group before it (the common case) and an
+        # assistant text or user message that cannot be a note take the short paths.
+        positions, stored = self._positions, self._messages
+        first = len(stored)
+        store, store_tokens = stored.append, self._tokens.append
+        store_group, count, place = self._group_of.append, self.tokenizer.count_message, self._place
+        groups, open_calls = self._groups, self._open_calls
+        total_tokens = total_chars = 0
+        try:
+            for pos, message in enumerate(messages, first):
+                if message.id in positions:
+                    message = self._unique(message)
+                tokens = count(message)
+                if message.metadata:
+                    tokens = _usage_tokens(message, tokens)
+                content = message.content
+                if len(content) == 1:
+                    chars = len(content[0].text)
+                    if message.tool_calls:
+                        chars += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+                else:
+                    chars = message.char_count
+                role = message.role
+                group = None
+                if role == "tool":
+                    cid = message.tool_call_id or ""
+                    owner = open_calls.get(cid)
+                    if owner is not None and groups and owner == groups[-1].index:
+                        group = groups[-1]
+                        group.open_calls.discard(cid)
+                        del open_calls[cid]
+                elif (
+                    message.synthetic is None
+                    and not self._opening_only
+                    and (not content or (len(content) == 1 and content[0].kind == "text"))
+                ):  # no note, no provider compaction: a plain turn
+                    if role == "assistant":
+                        calls = message.tool_calls
+                        group = Group(len(groups), "tool_call" if calls else "assistant_text",
+                                      pos, pos, self.turn_count)  # fmt: skip
+                        groups.append(group)
+                        if calls:
+                            self.tool_call_group_count += 1
+                            for call in calls:
+                                group.open_calls.add(call.id)
+                                open_calls[call.id] = group.index
+                    elif role == "user" and not message.tool_calls:
+                        self.turn_count += 1
+                        group = Group(len(groups), "user", pos, pos, self.turn_count)
+                        groups.append(group)
+                        self.last_user_group = group.index
+                        if self.first_user_group is None:
+                            self.first_user_group = group.index
+                if group is None:
+                    group = place(message, pos)
+                group.end = pos + 1
+                group.tokens += tokens
+                group.chars += chars
+                if message.pinned or message.memory:
+                    group.pinned = True
+                store(message)
+                store_tokens(tokens)
+                store_group(group.index)
+                positions[message.id] = pos
+                total_tokens += tokens
+                total_chars += chars
+        finally:
+            self.total_tokens += total_tokens
+            self.total_chars += total_chars
+        return stored[first:]
 
     def _unique(self, message: Message) -> Message:
         if message.id not in self._positions:
@@ -183,15 +231,10 @@ class MessageIndex:
             n += 1
         return message.evolve(id=f"{message.id}~{n}")
 
-    def _opening(self) -> bool:
-        """Nothing but system messages (and notes) so far: where a note passed back as
-        plain text stands. Asked only of a message that starts like a note."""
-        return all(g.kind in ("system", "summary") for g in self.groups)
-
     def _place(self, m: Message, pos: int) -> Group:
         if m.role == "tool":
             return self._place_result(m, pos)
-        if m.synthetic in ("summary", "facts") or is_note(m, opening=self._opening()):
+        if m.synthetic in ("summary", "facts") or is_note(m, opening=self._opening_only):
             return self._new_group("summary", pos)  # a note passed back as plain text too
         if m.role in ("system", "developer"):
             return self._new_group("system", pos)
@@ -231,6 +274,8 @@ class MessageIndex:
     def _new_group(self, kind: GroupKind, pos: int) -> Group:
         g = Group(len(self._groups), kind, pos, pos, self.turn_count)  # positional: faster
         self._groups.append(g)
+        if kind not in ("system", "summary"):
+            self._opening_only = False
         return g
 
     # -- reading ------------------------------------------------------------------

@@ -16,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, Literal, TypeAlias
 
 from kompakt.errors import InputError
@@ -169,7 +170,7 @@ class Message:
         elif not isinstance(self.content, tuple):
             object.__setattr__(self, "content", tuple(self.content))
         calls = self.tool_calls
-        if not isinstance(calls, tuple) or not all(type(c) is ToolCall for c in calls):
+        if not isinstance(calls, tuple) or (calls and not all(type(c) is ToolCall for c in calls)):
             object.__setattr__(self, "tool_calls", tuple(_as_call(c) for c in calls))
         if not isinstance(self.covers, tuple):
             object.__setattr__(self, "covers", tuple(self.covers))
@@ -250,14 +251,10 @@ class Message:
         """
         if not text or not synthetic or role not in ROLES or type(covers) is not tuple:
             return cls(role=role, content=_text_parts(text), synthetic=synthetic, covers=covers)
-        setattr_, new = object.__setattr__, object.__new__
-        part = new(Part)
-        setattr_(part, "kind", "text")
-        setattr_(part, "text", text)
-        setattr_(part, "data", {})
-        m = new(cls)
+        setattr_ = object.__setattr__
+        m = object.__new__(cls)
         setattr_(m, "role", role)
-        setattr_(m, "content", (part,))
+        setattr_(m, "content", (_text_part(text),))
         setattr_(m, "tool_calls", ())
         setattr_(m, "tool_call_id", None)
         setattr_(m, "name", None)
@@ -295,9 +292,13 @@ class Message:
     def char_count(self) -> int:
         """Characters of text, tool-call names and arguments (what a char estimate sees)."""
         content = self.content
-        n = len(content[0].text) if len(content) == 1 else sum(len(p.text) for p in content)
-        for c in self.tool_calls:
-            n += len(c.name) + len(c.arguments)
+        if len(content) == 1:
+            n = len(content[0].text)
+        else:
+            n = sum([len(p.text) for p in content]) if content else 0
+        if self.tool_calls:
+            for c in self.tool_calls:
+                n += len(c.name) + len(c.arguments)
         return n
 
     @property
@@ -311,14 +312,28 @@ class Message:
         >>> Message.user("a").evolve(pinned=True).pinned
         True
         """
-        if "id" not in changes and any(k in changes for k in _CONTENT_FIELDS):
+        if "id" not in changes and not changes.keys().isdisjoint(_CONTENT_FIELDS):
             changes["id"] = ""
         if isinstance(changes.get("content"), str):
             changes["content"] = _text_parts(changes["content"])
-        return replace(self, **changes)
+        if type(self) is not Message or not changes.keys() <= _FIELD_NAMES:
+            return replace(self, **changes)  # a subclass's fields, or the error for a bad name
+        # what `replace` does (every field copied, the changes applied, then __post_init__),
+        # without building keyword arguments for __init__: strategies evolve one per group
+        new = object.__new__(Message)
+        setattr_ = object.__setattr__
+        for name, value in zip(_FIELDS, _ALL_FIELDS(self), strict=True):
+            setattr_(new, name, value)
+        for name, value in changes.items():
+            setattr_(new, name, value)
+        new.__post_init__()
+        return new
 
 
 _CONTENT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "synthetic", "covers")
+_FIELDS = tuple(f.name for f in fields(Message))
+_FIELD_NAMES = frozenset(_FIELDS)
+_ALL_FIELDS = attrgetter(*_FIELDS)
 
 
 def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
@@ -330,7 +345,16 @@ def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
 
 
 def _text_parts(text: str) -> tuple[Part, ...]:
-    return (Part(text=text),) if text else ()
+    return (_text_part(text),) if text else ()
+
+
+def _text_part(text: str) -> Part:
+    """``Part(text=text)``, built without the dataclass `__init__` (one per note)."""
+    part = object.__new__(Part)
+    object.__setattr__(part, "kind", "text")
+    object.__setattr__(part, "text", text)
+    object.__setattr__(part, "data", {})
+    return part
 
 
 def _digest(m: Message) -> str:

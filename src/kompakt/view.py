@@ -42,6 +42,9 @@ class View:
     def __init__(self, index: MessageIndex) -> None:
         self.index = index
         self._replaced: dict[int, tuple[Message, ...]] = {}
+        # tokens and characters of each (non-empty) replacement, as accounted when it was
+        # put in: taking it out again, or pricing the group, counts nothing twice
+        self._sizes: dict[int, tuple[int, int, tuple[Message, ...]]] = {}
         # a pending group replaced (its arrived results clamped) may still grow: the size
         # it had then, so the results that arrive later are sent after its replacement
         self._partial: dict[int, tuple[int, int, int]] = {}
@@ -111,6 +114,27 @@ class View:
             return self.index.group_messages(group)
         return r + self._arrived(group) if self._partial else r
 
+    def group_tokens(self, group: int) -> int:
+        """Tokens the group contributes to `render()` (what `rendered(group)` costs).
+
+        >>> from kompakt.index import MessageIndex
+        >>> view = View(MessageIndex([Message.user("a" * 40), Message.assistant("b")]))
+        >>> view.group_tokens(0)
+        14
+        >>> view.replace(0, [Message.user("a")])
+        >>> view.group_tokens(0)
+        5
+        """
+        r = self._replaced.get(group)
+        if r is None:
+            return self.index.groups[group].tokens
+        known = self._sizes.get(group) if r else None
+        count = self.index.tokenizer.count_message
+        tokens = known[0] if known is not None and known[2] is r else sum(map(count, r))
+        if self._partial:
+            tokens += sum(map(count, self._arrived(group)))
+        return tokens
+
     def _arrived(self, group: int) -> tuple[Message, ...]:
         """Results that joined a pending group after it was replaced."""
         snap = self._partial.get(group)
@@ -123,7 +147,24 @@ class View:
 
     def drop(self, group: int) -> None:
         """Send nothing for `group` (its originals stay in the index)."""
-        self._set(group, _EMPTY)
+        g = self.index.groups[group]
+        if group in self._replaced or g.open_calls or self._journal is not None:
+            self._set(group, _EMPTY)
+            return
+        # `_set` for the common case, an original group dropped (truncation drops
+        # thousands in a row): the same accounting, without the general bookkeeping
+        self._replaced[group] = _EMPTY
+        self._removed_tokens += g.tokens
+        self._removed_chars += g.chars
+        self._removed_msgs += g.end - g.start
+        if g.kind == "user":
+            self._removed_user_groups += 1
+        elif g.kind == "tool_call":
+            self._removed_tool_groups += 1
+        self._dropped_groups += 1
+        if group < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
 
     def replace(
         self, group: int, messages: Iterable[Message], *, tokens: int | None = None
@@ -215,13 +256,22 @@ class View:
         if not r:
             self._dropped_groups += sign
             return
-        count = self.index.tokenizer.count_message
-        if len(r) == 1:
-            self._added_tokens += sign * (count(r[0]) if tokens is None else tokens)
-            self._added_chars += sign * r[0].char_count
+        g = group.index
+        known = self._sizes.pop(g, None) if sign < 0 else None
+        if known is not None and known[2] is r:
+            tokens, chars = known[0], known[1]
         else:
-            self._added_tokens += sign * (sum(count(m) for m in r) if tokens is None else tokens)
-            self._added_chars += sign * sum(m.char_count for m in r)
+            count = self.index.tokenizer.count_message
+            if len(r) == 1:
+                tokens = count(r[0]) if tokens is None else tokens
+                chars = r[0].char_count
+            else:
+                tokens = sum(map(count, r)) if tokens is None else tokens
+                chars = sum([m.char_count for m in r])
+        if sign > 0:
+            self._sizes[g] = (tokens, chars, r)
+        self._added_tokens += sign * tokens
+        self._added_chars += sign * chars
         self._added_msgs += sign * len(r)
 
     # -- totals (the same names as MessageIndex, so triggers read either) -----------
@@ -422,6 +472,7 @@ class View:
         other = View.__new__(View)
         other.__dict__.update(self.__dict__)
         other._replaced = dict(self._replaced)
+        other._sizes = dict(self._sizes)
         other._partial = dict(self._partial)
         other._memos = dict(self._memos)
         other._cursors = dict(self._cursors)
@@ -460,12 +511,16 @@ class View:
 
     def _front(self) -> int:
         """First group (not system, not dropped) sent; advances a cached scan point."""
-        groups = self.index.groups
-        i = self._scan_from
-        while i < len(groups) and (groups[i].kind == "system" or self.is_dropped(i)):
+        groups, replaced = self.index.groups, self._replaced
+        i, n = self._scan_from, len(groups)
+        dropped = 0
+        while i < n:
             if groups[i].kind != "system":
-                self._dropped_before_scan += 1
+                if replaced.get(i) != _EMPTY:  # is_dropped, inlined: a long dropped run
+                    break
+                dropped += 1
             i += 1
+        self._dropped_before_scan += dropped
         self._scan_from = i
         return i
 

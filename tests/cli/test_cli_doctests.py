@@ -13,12 +13,10 @@ MODULES = [
     "kompakt.eval.retention",
     "kompakt.eval.report",
     "kompakt.eval.svg",
-    "kompakt.eval.compactors",
-    "kompakt.eval.fallbacks",
+    "kompakt.cli.fallbacks",
     "kompakt.eval.batch",
     "kompakt.cli.errors",
     "kompakt.cli.printable",
-    "kompakt.eval.documents",
 ]
 
 

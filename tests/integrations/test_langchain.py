@@ -35,6 +35,7 @@ from kompakt.integrations.langchain import (
     pre_model_hook,
     to_langchain,
 )
+from kompakt.notes import NOTE_HEADER
 
 TURNS = 12
 FINAL = "All 12 files read; the bug is in f7.py."
@@ -173,9 +174,9 @@ def test_middleware_view_mode_compacts_what_the_model_sees() -> None:
     # view mode: the agent state keeps every original tool result
     assert tool_result_count(from_langchain(result["messages"])) == TURNS + TURNS // 4
     last = model.requests[-1]
-    assert isinstance(last[0], SystemMessage) and last[1].content.startswith("Read f1")
+    assert isinstance(last[0], SystemMessage) and str(last[1].content).startswith("Read f1")
     # the freshest results always arrive (step 12 was a parallel batch of two)
-    assert {m.tool_call_id for m in last[-2:]} == {"call_12", "par_12"}
+    assert {m.tool_call_id for m in last[-2:]} == {"call_12", "par_12"}  # type: ignore[attr-defined]
     total = sum(len(str(m.content)) for m in last)
     assert total < 5_000 * 4
 
@@ -245,11 +246,15 @@ def test_one_middleware_serves_several_threads() -> None:
     for thread in ("a", "b"):
         config = {"configurable": {"thread_id": thread}}
         model.turns = len(model.requests) + TURNS
-        agent.invoke({"messages": [HumanMessage(f"thread {thread}")]}, config)
+        agent.invoke({"messages": [HumanMessage(f"thread {thread}")]}, config)  # type: ignore[call-overload]
     assert len(middleware.conversations) == 2
     for request in model.requests:
-        users = {m.content for m in request if isinstance(m, HumanMessage)}
-        assert len(users) == 1  # never another thread's messages
+        said = [str(m.content) for m in request if isinstance(m, HumanMessage)]
+        users = {s for s in said if not NOTE_HEADER.match(s)}
+        assert len(users) == 1  # never another thread's messages (nor its notes)
+        (thread,) = users
+        other = "thread b" if thread == "thread a" else "thread a"
+        assert not any(other in s for s in said)
     assert _check_requests_per_thread(model.requests) >= 6
 
 

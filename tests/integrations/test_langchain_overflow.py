@@ -16,6 +16,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from overflow_checks import FILE, GROUPS, assert_recovered_once
+from pydantic import SecretStr
 
 from fake_provider import OPENAI_OK, FakeProvider, serving
 from kompakt import Budgeted, BudgetImpossible, Compactor, parse_overflow
@@ -40,7 +41,9 @@ def history() -> list[Any]:
 
 
 def agent(server: FakeProvider, **options: Any) -> tuple[Any, Any]:
-    model = ChatOpenAI(model="m", base_url=f"{server.url}/v1", api_key="k", max_retries=0)
+    model = ChatOpenAI(
+        model="m", base_url=f"{server.url}/v1", api_key=SecretStr("k"), max_retries=0
+    )
     middleware = KompaktMiddleware(Compactor(strategy=Budgeted(1_000_000)), **options)
     return create_agent(model, tools=[], middleware=[middleware]), middleware
 

@@ -118,7 +118,7 @@ async def test_two_conversations_at_once_on_one_middleware() -> None:
     _check(model.requests)
     for request in model.requests:
         users = [m for m in request if isinstance(m, HumanMessage)]
-        tags = {m.content.split(":")[0] for m in users if not from_langchain([m])[0].synthetic}
+        tags = {str(m.content).split(":")[0] for m in users if not from_langchain([m])[0].synthetic}
         tags |= {m.tool_call_id.split("_")[0] for m in request if isinstance(m, ToolMessage)}
         assert len(tags) == 1, tags  # never another conversation's messages
     assert len(middleware.conversations) == 2
@@ -240,7 +240,7 @@ def _graph(hook: Any, saver: Any, seen: list[list[BaseMessage]]) -> Any:
 
     from kompakt.integrations.langchain import KompaktGraphState
 
-    class State(KompaktGraphState):
+    class State(KompaktGraphState):  # type: ignore[misc]  # the framework's untyped base
         llm_input_messages: list[BaseMessage]
 
     def model(state: State) -> dict[str, Any]:
@@ -260,11 +260,15 @@ def test_a_graph_hook_keeps_its_view_in_the_checkpoint() -> None:
 
     history: list[BaseMessage] = [HumanMessage("a: read files")]
     for step in range(1, 16):
-        call = {"name": "read_file", "args": {"path": f"a/f{step}.py"}, "id": f"a_{step}"}
+        call: dict[str, Any] = {
+            "name": "read_file",
+            "args": {"path": f"a/f{step}.py"},
+            "id": f"a_{step}",
+        }
         history += [AIMessage("", tool_calls=[{**call, "type": "tool_call"}])]
         history += [ToolMessage(read_file.invoke(call["args"]), tool_call_id=f"a_{step}")]
     config = {"configurable": {"thread_id": "g"}}
-    saver, seen = InMemorySaver(), []
+    saver, seen = InMemorySaver(), list[list[BaseMessage]]()
     hook = pre_model_hook(Budgeted(BUDGET), tools=[read_file])
     _graph(hook, saver, seen).invoke({"messages": history}, config)
     assert hook.kompakt.events and seen[0] and _received_tokens(seen[0]) <= BUDGET

@@ -166,10 +166,10 @@ async def test_agent_compaction_strategy() -> None:
     last = client.requests[-1]
     assert last[0].role == "user" and last[0].text.startswith("Read f1")
     assert {m.tool_call_id for m in last[-2:]} == {"call_12", "par_12"}
-    assert any(
+    assert any(  # a kompakt note stands in for what was compacted
         m.extra["maf"]["message"]["additional_properties"].get("_kompakt_synthetic")
         for m in last
-        if m.role == "assistant" and "message" in m.extra["maf"]
+        if "message" in m.extra["maf"]
     )
 
 
@@ -256,7 +256,7 @@ class PerSession(FunctionInvocationLayer[Any], BaseChatClient[Any]):
         async def updates() -> Any:
             response = await self._respond(list(messages), options)
             for m in response.messages:
-                yield ChatResponseUpdate(role=m.role, contents=list(m.contents))
+                yield ChatResponseUpdate(role=m.role, contents=list(m.contents))  # type: ignore[arg-type]
 
         return ResponseStream(updates(), finalizer=ChatResponse.from_updates)
 

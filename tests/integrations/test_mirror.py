@@ -123,7 +123,8 @@ def test_a_mirror_rebuilt_from_its_record_sends_the_same(
     same messages and the JSON record of the old one's view renders the same."""
     import json
 
-    old, source, at = _mirror(budget), [], 0
+    old, at = _mirror(budget), 0
+    source: list[Message] = []
     for step in [*steps, len(msgs)]:
         source = source + msgs[at : at + step]
         at += step

@@ -39,6 +39,9 @@ def read_file(path: str) -> str:
     return f"{path}:\n{BIG}"
 
 
+FULL = len(f"f0.py:\n{BIG}")  # an uncut result (every path here has five characters)
+
+
 def _script(run: int) -> list[ModelStep]:
     steps = []
     for s in range(STEPS):
@@ -238,7 +241,8 @@ async def test_model_input_filter_compacts_within_one_long_run() -> None:
     for made, request in enumerate(inputs):
         assert_valid_history(from_openai_agents(request))
         outputs = [i for i in request if i.get("type") == "function_call_output"]
-        compacted += len(outputs) < made
+        # compacted: results gone (into a note) or cut short (clamped)
+        compacted += len(outputs) < made or any(len(str(o["output"])) < FULL for o in outputs)
         if made:
             assert outputs[-1]["call_id"] == f"c{made - 1}"  # the fresh result always arrives
     assert compacted >= 3
@@ -344,7 +348,7 @@ async def test_one_filter_serves_two_conversations_at_once() -> None:
         assert_valid_history(from_openai_agents(items))
         own = "a" if call in a.calls else "b"
         assert all(i.get("call_id", own)[0] == own for i in items)  # never the other's items
-    assert len(shared.events) == 2 * len(alone.events)  # each compacts only itself
+    assert len(shared.events) == 2 * len(alone.events)  # type: ignore[attr-defined]
 
 
 async def test_oversized_instructions_are_cut_with_a_warning_or_refused() -> None:

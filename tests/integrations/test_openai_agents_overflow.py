@@ -42,8 +42,8 @@ def server() -> Iterator[FakeProvider]:
     yield from serving()
 
 
-def history() -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
+def history() -> list[Any]:  # the SDK's input items, as plain dicts
+    items: list[Any] = [{"role": "user", "content": "fix the bug"}]
     for i in range(GROUPS):
         call = {"type": "function_call", "call_id": f"call_{i}", "name": "read_file"}
         items.append({**call, "arguments": f'{{"n": {i}}}'})

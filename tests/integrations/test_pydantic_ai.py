@@ -37,6 +37,7 @@ from kompakt.integrations.pydantic_ai import (
     history_processor,
     to_pydantic_ai,
 )
+from kompakt.notes import is_note
 
 TURNS = 12
 FINAL = "All 12 files read; the bug is in f7.py."
@@ -104,7 +105,8 @@ def _history(draw: st.DrawFn) -> list[ModelMessage]:
     out: list[ModelMessage] = []
     for turn in range(draw(st.integers(1, 3))):
         prompt = draw(st.one_of(_text, st.just(["look", ImageUrl("https://x.test/a.png")])))
-        out.append(ModelRequest(parts=[*first, UserPromptPart(prompt)], instructions="be brief"))
+        part = UserPromptPart(prompt)  # type: ignore[arg-type]  # a str or a list of parts
+        out.append(ModelRequest(parts=[*first, part], instructions="be brief"))
         first = []
         for step in range(draw(st.integers(0, 3))):
             ids = [f"c{turn}_{step}_{k}" for k in range(draw(st.integers(1, 3)))]
@@ -208,8 +210,11 @@ async def test_concurrent_runs_of_one_agent_do_not_mix() -> None:
     for k, script in enumerate(scripts):
         assert script.check() >= 3
         for request in script.requests:
-            users = [m.text for m in from_pydantic_ai(request) if m.role == "user"]
+            said = [m for m in from_pydantic_ai(request) if m.role == "user"]
+            users = [m.text for m in said if not is_note(m)]
             assert users == [f"Conversation {k}: read f1..f12."]
+            # a note of this conversation's own past, never of the other's
+            assert not any(f"Conversation {1 - k}" in m.text for m in said)
     assert len(capability.events) >= 6
 
 
@@ -233,3 +238,10 @@ async def test_a_summarizing_strategy_runs_inside_the_agent() -> None:
     assert summaries, "the summary never reached the model"
     for msgs in seen:
         assert_valid_history(msgs)
+
+
+def test_a_bad_mode_is_a_config_error() -> None:
+    from kompakt import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^`mode` must be 'view' or 'permanent', got 'viwe'$"):
+        KompaktCapability(_compactor(), mode="viwe")  # type: ignore[arg-type]

@@ -38,33 +38,33 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from kompakt._deprecation import renamed_options
-from kompakt.agent.background import BackgroundCompaction, run_compaction
-from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
-from kompakt.agent.fresh import keep_fresh_results
+from kompakt.agent.background import BackgroundCompaction
+from kompakt.agent.checkpoint import Checkpoints, Hook
 from kompakt.agent.overflow_retry import call_recovering
-from kompakt.agent.recall import add_recall_notes, compact_context_tool, recall_tool
+from kompakt.agent.recall import compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
-from kompakt.agent.target import explain_shortfall, kept_by
+from kompakt.agent.target import kept_by
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
-from kompakt.errors import BudgetImpossible, ConfigError, InputError, SessionConflict
+from kompakt.errors import ConfigError, InputError, SessionConflict
 from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models.base import ChatModel, ChatResponse, ask, run_sync
 from kompakt.models.registry import as_model, model_from_env
-from kompakt.store.base import CompactionRecord, HistoryStore
+from kompakt.store.base import HistoryStore
 from kompakt.store.memory import MemoryStore
-from kompakt.strategies._common import _token_limit
-from kompakt.strategies.base import CompactionContext, StrategyLike
+from kompakt.strategies.base import (
+    NO_OVERRIDES,
+    StrategyLike,
+)
 from kompakt.tokens import CharEstimator, Tokenizer
 from kompakt.triggers import (
     ContextFraction,
     Never,
     TokensBelow,
-    Trigger,
     TriggerLike,
     as_trigger,
     context_window,
@@ -75,10 +75,8 @@ __all__ = ["Agent", "Hook"]
 
 log = logging.getLogger("kompakt.agent")
 
-Hook: TypeAlias = Literal["before_model", "after_run", "both"]
 
-
-class Agent:
+class Agent(Checkpoints):
     """A tool-calling agent whose context is compacted at checkpoints and whose history
     is kept whole in a store.
 
@@ -169,7 +167,7 @@ class Agent:
         self.background: BackgroundCompaction | None = None
         if compactor is not None and (background or prepare_at is not None):
             self.background = BackgroundCompaction(compactor, prepare_at=prepare_at)
-        self._keep = kept_by(compactor.strategy) if compactor is not None else (0, "")
+        self._keep = kept_by(compactor.strategy, compactor.overrides) if compactor else (0, "")
         self._explained = False
         self._settling = False
         self._recall = recall
@@ -237,11 +235,16 @@ class Agent:
         if strategy is None:
             if self.compactor is None:
                 raise ConfigError("compact_now() needs `strategy=` or an agent with a compactor")
-            strategy = self.compactor.strategy
+            driver = self.compactor
+            overrides = self.compactor.overrides
             stop = as_trigger(target) if target is not None else TokensBelow(view.total_tokens // 2)
         else:
+            driver = self._driver(strategy)
+            overrides = NO_OVERRIDES
             stop = as_trigger(target) if target is not None else Never()
-        event = await self._compact(strategy, stop, reason="compact_now", check_trigger=False)
+        event = await self._compact(
+            driver, stop, reason="compact_now", check_trigger=False, overrides=overrides
+        )
         if record:
             self._record(event)
         return event
@@ -307,151 +310,6 @@ class Agent:
                 results = [_interrupted(c) for c in message.tool_calls]
             self._append(results)
 
-    # -- checkpoints ----------------------------------------------------------------
-
-    async def _checkpoint(self, result: RunResult) -> None:
-        if self.compactor is None:
-            return
-        view = self._load()
-        background = self.background
-        if background is not None:
-            background.observe(view)
-        forced, self._compact_requested = self._compact_requested, False
-        if not forced and self.hook == "after_run":
-            return
-        fires = forced or self._fires()
-        if fires and background is not None and background.pending:
-            event = await background.swap_in(view, offset=self._offset)
-            if event is not None:
-                self._after_compaction(view, self._budget(self.compactor.strategy, self._offset))
-                event.tokens_after, event.messages_after = view.total_tokens, view.message_count
-                self._explain(event)
-                log.info("session %s: %s", self.session, event.summary())
-                result.compactions.append(event)
-                fires = forced or self._fires()
-            else:
-                log.info("session %s: nothing usable was prepared; compacting afresh", self.session)
-        if fires:
-            # the compactor's strategy and target leave room for its rehydration
-            narrowed, target = self.compactor.with_room()
-            within = None
-            if forced:
-                stop: Trigger = TokensBelow(view.total_tokens // 2)
-                reason = "requested by the model (compact_context)"
-            else:
-                stop = Shifted(target, self._offset)
-                reason = (
-                    f"{self.compactor.trigger!r} fired at {self._metrics().total_tokens:,} tokens"
-                )
-                within = self._rehydrate_within()
-            strategy = calibrated_strategy(narrowed, self._offset)
-            try:
-                event = await self._compact(
-                    strategy, stop, reason=reason, check_trigger=False, rehydrate_within=within
-                )
-            except BudgetImpossible as e:  # the request may still go through: let it try
-                self._warn(f"compaction could not reach its budget: {e}")
-            else:
-                if background is not None:
-                    background.compacted(event)
-                if not forced:
-                    self._explain(event)
-                result.compactions.append(event)
-        if background is not None:
-            background.prepare(self._load(), offset=self._offset)
-
-    def _explain(self, event: CompactionEvent) -> None:
-        """Record on `event` why the target was not reached; warn the first time."""
-        assert self.compactor is not None
-        keep, option = self._keep
-        event.shortfall = explain_shortfall(
-            self._load(),
-            keep=keep,
-            option=option,
-            target=self.compactor.target,
-            offset=self._offset,
-        )
-        if event.shortfall and not self._explained:
-            self._explained = True
-            self._warn(event.shortfall)
-
-    async def _compact(
-        self,
-        strategy: StrategyLike,
-        stop: Trigger,
-        *,
-        reason: str,
-        check_trigger: bool,
-        rehydrate_within: int | None = None,
-    ) -> CompactionEvent:
-        view = self._load()
-        work = view.copy()
-        summarizer = self.compactor.summarizer if self.compactor else None
-        event = await run_compaction(work, strategy, stop, summarizer, reason, check_trigger)
-        self._view = work
-        self._after_compaction(work, self._budget(strategy, 0), rehydrate_within)
-        event.tokens_after, event.messages_after = work.total_tokens, work.message_count
-        log.info("session %s: %s", self.session, event.summary())
-        return event
-
-    def _after_compaction(
-        self, view: View, budget: int | None, rehydrate_within: int | None = None
-    ) -> None:
-        self._dirty = True
-        if self._recall:
-            add_recall_notes(view)
-        # the fresh tool results always reach the model: clamped copies stay (restoring
-        # them would undo the clamp); dropped or collapsed ones come back, within budget
-        warning = keep_fresh_results(view, budget)
-        if warning is not None:
-            self._warn(warning)
-        rehydrate = self.compactor.rehydrate if self.compactor is not None else None
-        if rehydrate is not None:  # files, plan and pinned memory back, within the budget
-            within = rehydrate_within if rehydrate_within is not None else budget
-            rehydrate.apply(view, CompactionContext(view, budget=within))
-
-    def _rehydrate_within(self) -> int | None:
-        """What the compactor's own budget and token target allow, calibrated: the room
-        `Compactor.with_room` left is the rehydration's."""
-        assert self.compactor is not None
-        limits = [self._budget(self.compactor.strategy, self._offset)]
-        target = _token_limit(self.compactor.target)
-        if target is not None:
-            limits.append(target - self._offset)
-        known = [x for x in limits if x is not None]
-        return max(1, min(known)) if known else None
-
-    def _budget(self, strategy: StrategyLike, offset: int) -> int | None:
-        """Estimated tokens the view must fit in: the strategy's `token_budget` (moved by
-        `offset` when not calibrated yet), else the context window, calibrated."""
-        budget = getattr(strategy, "token_budget", None)
-        if isinstance(budget, int):
-            return max(1, budget - offset)
-        return max(1, self.context_window - self._offset) if self.context_window else None
-
-    async def _after_run(self, result: RunResult) -> None:
-        if self.compactor is not None and self._fires():
-            narrowed, target = self.compactor.with_room()
-            stop = Shifted(target, self._offset)
-            reason = f"after the run: {self.compactor.trigger!r} fired"
-            strategy = calibrated_strategy(narrowed, self._offset)
-            event = await self._compact(
-                strategy,
-                stop,
-                reason=reason,
-                check_trigger=False,
-                rehydrate_within=self._rehydrate_within(),
-            )
-            self._explain(event)
-            result.compactions.append(event)
-        if self._dirty:
-            last = result.compactions[-1] if result.compactions else None
-            self._record(last)
-
-    def _record(self, event: CompactionEvent | None) -> None:
-        self.store.record_compaction(self.session, CompactionRecord.from_view(self._load(), event))
-        self._dirty = False
-
     # -- state ----------------------------------------------------------------------
 
     def _load(self) -> View:
@@ -496,16 +354,6 @@ class Agent:
         if self._result is not None:
             self._result.messages.extend(stored)
 
-    def _fires(self) -> bool:
-        """The compactor's trigger and the strategy's own, on calibrated metrics."""
-        assert self.compactor is not None
-        metrics = self._metrics()
-        own = getattr(self.compactor.strategy, "trigger", None)
-        return self.compactor.trigger(metrics) and (own is None or bool(own(metrics)))
-
-    def _metrics(self) -> Calibrated:
-        return Calibrated(self._load(), self._offset)
-
     def _warn(self, text: str) -> None:
         log.warning("session %s: %s", self.session, text)
         if self._result is not None:
@@ -521,9 +369,6 @@ class Agent:
         )
         if text not in result.warnings:
             self._warn(text)
-
-    def _request_compaction(self) -> None:
-        self._compact_requested = True
 
     def _add_tool(self, t: Tool) -> None:
         if t.name in self.tools:

@@ -34,20 +34,24 @@ cancels what is left unfinished.
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from kompakt.agent.cadence import Cadence
-from kompakt.agent.calibration import Calibrated, Shifted, calibrated_strategy
+from kompakt.agent.calibration import Calibrated, Shifted
 from kompakt.agent.target import close_gap, explain_shortfall, kept_by
 from kompakt.compactor import CompactionEvent
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.base import describe_error
-from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
+from kompakt.strategies.base import (
+    NO_OVERRIDES,
+    Overrides,
+    StrategyLike,
+    own_trigger,
+)
 from kompakt.triggers import ContextFraction, TokensExceed, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
@@ -219,8 +223,9 @@ class BackgroundCompaction:
       summarizer call); `prepare_at` (a trigger, or a token count) overrides that.
       Timing needs a token trigger (`TokensExceed`, `ContextFraction`, a `Budgeted`'s).
     * *What*: the span a compaction at the trigger would summarize. The groups that
-      will arrive meanwhile are counted in what the strategy keeps (its `keep_last_groups` or
-      `min_preserved` is lowered by the steps expected until the trigger), so after the
+      will arrive meanwhile are counted in what the strategy keeps (its `keep_last_groups` and
+      `min_preserved` are lowered by the steps expected until the trigger, through
+      `Overrides.fewer_kept`; the strategy itself is not changed), so after the
       swap the newest groups kept are what a foreground compaction would keep.
     * *Swap-in*: groups that arrived since stay raw, as many as the strategy keeps;
       older ones (a preparation that had to start further ahead) get one digest,
@@ -269,7 +274,7 @@ class BackgroundCompaction:
         self.cadence = cadence or Cadence(
             tokens_per_call=per_call if isinstance(per_call, int) else 8_000
         )
-        self.keep, self.keep_option = kept_by(compactor.strategy)
+        self.keep, self.keep_option = kept_by(compactor.strategy, compactor.overrides)
         self.failure: str | None = None
         """Why the last preparation could not be used, when it failed."""
         self._compactor = BackgroundCompactor(None, _nothing)
@@ -296,7 +301,7 @@ class BackgroundCompaction:
     @property
     def limit(self) -> int | None:
         """The token count the trigger fires above (None: not a token trigger)."""
-        for t in (self.compactor.trigger, getattr(self.compactor.strategy, "trigger", None)):
+        for t in (self.compactor.trigger, own_trigger(self.compactor.strategy)):
             if isinstance(t, (TokensExceed, ContextFraction)):
                 return t.limit
         return None
@@ -383,8 +388,15 @@ class BackgroundCompaction:
             if gap is not None:
                 steps.append(gap)
         elif not target(view):  # a model-free strategy: run it again, it costs nothing
-            strategy = calibrated_strategy(self.compactor.strategy, offset)
-            again = await run_compaction(view, strategy, target, None, PREPARED)
+            again = await self.compactor.run_async(
+                view,
+                target=target,
+                overrides=self.compactor.overrides.shifted(offset),
+                reason=PREPARED,
+                check_trigger=False,
+                rehydrate=False,
+                summarizer=None,
+            )
             steps.extend(again.steps)
         event.finish(view, steps, seconds=waited)
         event.shortfall = self.explain(view, offset=offset)
@@ -446,12 +458,18 @@ class BackgroundCompaction:
         tokens lower. Taken now: the coroutine runs later, when the figures moved."""
         compactor = self.compactor
         shift = offset + headroom
-        strategy = fewer_kept(calibrated_strategy(compactor.strategy, shift), steps)
+        overrides = compactor.overrides.shifted(shift).fewer(steps)
         stop = Shifted(compactor.target, shift)
-        summarizer = compactor.summarizer
 
         async def compact(snapshot: View) -> CompactionEvent:
-            return await run_compaction(snapshot, strategy, stop, summarizer, PREPARED)
+            return await compactor.run_async(
+                snapshot,
+                target=stop,
+                overrides=overrides,
+                reason=PREPARED,
+                check_trigger=False,
+                rehydrate=False,
+            )
 
         return compact
 
@@ -463,35 +481,23 @@ async def run_compaction(
     summarizer: ChatModel | None,
     reason: str,
     check_trigger: bool = False,
+    *,
+    overrides: Overrides = NO_OVERRIDES,
 ) -> CompactionEvent:
-    """Run `strategy` on `view` in place until `stop`; what happened as an event."""
-    event = CompactionEvent.before(view, reason)
-    ctx = CompactionContext(view, target=stop, summarizer=summarizer)
-    t0 = time.perf_counter()
-    await run_strategy(strategy, view, ctx, check_trigger=check_trigger)
-    return event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
+    """Run `strategy` on `view` in place until `stop`, its options changed by
+    `overrides` for this run; what happened as an event (`Compactor.run_async` with
+    this strategy and summarizer, no rehydration)."""
+    from kompakt.compactor import Compactor
 
-
-def fewer_kept(strategy: StrategyLike, steps: int) -> StrategyLike:
-    """A copy of `strategy` keeping `steps` fewer of the newest groups (`keep_last_groups`,
-    `min_preserved`, also of the strategies inside it): prepared `steps` groups before
-    the trigger, it keeps what it would keep at the trigger.
-
-    >>> from kompakt.strategies import Summarize
-    >>> fewer_kept(Summarize(keep_last_groups=4), 3).keep_last_groups
-    1
-    """
-    if steps <= 0:
-        return strategy
-    out = copy.copy(strategy)
-    for option in ("keep_last_groups", "min_preserved"):
-        value = getattr(out, option, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            setattr(out, option, max(0, value - steps))
-    inner = getattr(out, "strategies", None)
-    if isinstance(inner, list):
-        out.strategies = [fewer_kept(s, steps) for s in inner]  # type: ignore[union-attr]
-    return out
+    return await Compactor(strategy=strategy).run_async(
+        view,
+        target=stop,
+        overrides=overrides,
+        reason=reason,
+        check_trigger=check_trigger,
+        rehydrate=False,
+        summarizer=summarizer,
+    )
 
 
 async def _nothing(view: View) -> None:

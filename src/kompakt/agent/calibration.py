@@ -3,8 +3,8 @@
 After each model call the agent keeps ``offset = reported input tokens - estimate of
 that request``. Triggers and targets then read the view's estimate plus that offset
 (the provider's figure for what was sent, plus the estimate of what changed since),
-and a token budget is moved by it, so an estimating tokenizer cannot drift from what
-the provider bills.
+and a token budget is moved by it (`Overrides.budget_offset` in the run's context),
+so an estimating tokenizer cannot drift from what the provider bills.
 
 >>> from kompakt.index import MessageIndex
 >>> from kompakt.messages import Message
@@ -19,13 +19,11 @@ the provider bills.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from kompakt.strategies.base import StrategyLike
 from kompakt.triggers import Trigger
 
-__all__ = ["Calibrated", "Shifted", "calibrated_strategy"]
+__all__ = ["Calibrated", "Shifted"]
 
 
 class Calibrated:
@@ -55,19 +53,3 @@ class Shifted(Trigger):
 
     def __repr__(self) -> str:
         return repr(self.trigger)
-
-
-def calibrated_strategy(strategy: StrategyLike, offset: int) -> StrategyLike:
-    """A token-budgeted strategy (a `Budgeted`) with its budget moved by `offset`, so it
-    measures what the provider bills; any other strategy unchanged.
-
-    >>> from kompakt.strategies import Budgeted
-    >>> calibrated_strategy(Budgeted(1000), 250).token_budget
-    750
-    """
-    budget = getattr(strategy, "token_budget", None)
-    if not offset or not isinstance(budget, int):
-        return strategy
-    moved = copy.copy(strategy)
-    moved.token_budget = max(1, budget - offset)  # type: ignore[union-attr]
-    return moved

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from kompakt.models.base import ChatResponse
 from kompakt.overflow import Overflow
 from kompakt.recovery import retry_strategy, send_recovering
+from kompakt.strategies.base import NO_OVERRIDES
 from kompakt.triggers import TokensBelow
 from kompakt.view import View
 
@@ -54,6 +55,14 @@ async def _compact_tighter(agent: Agent, result: RunResult, overflow: Overflow) 
     over = f"{overflow.tokens_over:,} tokens over" if overflow.tokens_over else "over the limit"
     reason = f"{overflow.provider} context overflow ({over}): retrying within {budget:,} tokens"
     log.info("session %s: %s", agent.session, reason)
-    event = await agent._compact(strategy, TokensBelow(budget), reason=reason, check_trigger=False)
+    # the compactor's min_preserved holds in the retry too; its budget is the retry's
+    overrides = agent.compactor.overrides if agent.compactor else NO_OVERRIDES
+    event = await agent._compact(
+        agent._driver(strategy),
+        TokensBelow(budget),
+        reason=reason,
+        check_trigger=False,
+        overrides=overrides,
+    )
     event.overflow = overflow
     result.compactions.append(event)

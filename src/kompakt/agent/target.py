@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 
 from kompakt.messages import Message
-from kompakt.strategies.base import Step
+from kompakt.strategies.base import NO_OVERRIDES, Overrides, Step
 from kompakt.strategies.digest import digest
 from kompakt.triggers import Not, TokensBelow, TokensExceed, Trigger
 from kompakt.view import View
@@ -110,21 +110,27 @@ def explain_shortfall(
     )
 
 
-def kept_by(strategy: object) -> tuple[int, str]:
-    """How many of the newest groups `strategy` keeps verbatim, and the option that
-    says so (``keep_last_groups`` or ``min_preserved``); the most of any strategy inside it.
+def kept_by(strategy: object, overrides: Overrides = NO_OVERRIDES) -> tuple[int, str]:
+    """How many of the newest groups `strategy` keeps verbatim (under a run's
+    `overrides`: a compactor's `min_preserved`), and the option that says so
+    (``keep_last_groups`` or ``min_preserved``); the most of any strategy inside it.
 
     >>> from kompakt.strategies import Budgeted, Summarize, Truncation
     >>> kept_by(Summarize(keep_last_groups=18)), kept_by(Truncation())
     ((18, 'keep_last_groups'), (2, 'min_preserved'))
+    >>> kept_by(Truncation(), Overrides(min_preserved=5))
+    (5, 'min_preserved')
     """
     best = (0, "min_preserved")
-    for option in ("keep_last_groups", "min_preserved"):
+    for option, kept in (
+        ("keep_last_groups", overrides.kept),
+        ("min_preserved", overrides.preserved),
+    ):
         value = getattr(strategy, option, None)
-        if isinstance(value, int) and not isinstance(value, bool) and value > best[0]:
-            best = (value, option)
+        if isinstance(value, int) and not isinstance(value, bool) and kept(value) > best[0]:
+            best = (kept(value), option)
     for inner in getattr(strategy, "strategies", None) or ():
-        found = kept_by(inner)
+        found = kept_by(inner, overrides)
         if found[0] > best[0]:
             best = found
     return best

@@ -13,15 +13,8 @@ from rich.text import Text
 from kompakt.cli.common import out_console, progress_bar
 from kompakt.cli.errors import EXIT_FAILURE, fail, handled
 from kompakt.cli.evaluate import DEFAULT_STRATEGIES
+from kompakt.cli.options import ConfigOpt, FormatOpt, StrategyOpt, TargetOpt, TokenizerOpt, ToOpt
 from kompakt.cli.printable import printable
-from kompakt.cli.replay import (
-    ConfigOpt,
-    FormatOpt,
-    StrategyOpt,
-    TargetOpt,
-    TokenizerOpt,
-    ToOpt,
-)
 from kompakt.errors import ConfigError
 from kompakt.eval.batch import (
     BatchJob,
@@ -31,12 +24,7 @@ from kompakt.eval.batch import (
     plan,
     run_batch,
 )
-from kompakt.eval.compactors import (
-    DEFAULT_TARGET,
-    compactor_from_config,
-    make_compactor,
-    registry_name,
-)
+from kompakt.presets import DEFAULT_TARGET, compactor_from_config, make_compactor, registry_name
 
 __all__ = ["batch_command"]
 

@@ -16,15 +16,15 @@ from rich.text import Text
 from kompakt.cli.errors import EXIT_FAILURE, fail
 from kompakt.cli.printable import printable
 from kompakt.errors import BudgetImpossible, ConfigError
-from kompakt.eval.compactors import (
+from kompakt.index import MessageIndex
+from kompakt.presets import (
     DEFAULT_TARGET,
     compactor_from_config,
     load_model,
     load_tokenizer,
     make_compactor,
+    parse_budgets,
 )
-from kompakt.eval.retention import parse_budgets
-from kompakt.index import MessageIndex
 from kompakt.tokens import Tokenizer
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ def progress_bar(
 
 def write_report(html: str, path: Path) -> Path:
     """Write a report atomically; returns its absolute path."""
-    from kompakt.eval.documents import write_atomic
+    from kompakt.formats.documents import write_atomic
 
     path = path.expanduser().resolve()
     if path.is_dir():

@@ -21,8 +21,8 @@ from kompakt.cli.common import (
     warn,
 )
 from kompakt.cli.errors import handled
-from kompakt.cli.printable import printable
-from kompakt.cli.replay import (
+from kompakt.cli.fallbacks import fallback_warnings
+from kompakt.cli.options import (
     BudgetOpt,
     ConfigOpt,
     FileArg,
@@ -34,9 +34,9 @@ from kompakt.cli.replay import (
     TokenizerOpt,
     ToOpt,
 )
-from kompakt.eval.compactors import budget_warning, compact_once, load_model
-from kompakt.eval.documents import render_document, write_atomic
-from kompakt.eval.fallbacks import fallback_warnings
+from kompakt.cli.printable import printable
+from kompakt.formats.documents import render_document, write_atomic
+from kompakt.presets import budget_warning, compact_once, load_model
 
 __all__ = ["compact_command"]
 

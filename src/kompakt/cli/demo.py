@@ -18,8 +18,8 @@ from kompakt.cli.common import (
 )
 from kompakt.cli.errors import handled
 from kompakt.cli.replay import print_replay, run_replay
-from kompakt.eval.compactors import make_compactor
 from kompakt.eval.report import replay_report
+from kompakt.presets import make_compactor
 
 __all__ = ["DEMO_TRANSCRIPT", "demo_command", "demo_transcript"]
 

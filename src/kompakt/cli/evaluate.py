@@ -19,8 +19,8 @@ from kompakt.cli.common import (
     report_fallbacks,
 )
 from kompakt.cli.errors import handled
-from kompakt.cli.printable import printable
-from kompakt.cli.replay import (
+from kompakt.cli.fallbacks import model_failure_warning
+from kompakt.cli.options import (
     FormatOpt,
     JsonOpt,
     ModelOpt,
@@ -28,15 +28,21 @@ from kompakt.cli.replay import (
     StrictOpt,
     TargetOpt,
     TokenizerOpt,
-    replay_warnings,
 )
+from kompakt.cli.printable import printable
+from kompakt.cli.replay import replay_warnings
 from kompakt.errors import ConfigError
-from kompakt.eval.compactors import DEFAULT_TARGET, load_model, make_compactor, registry_name
-from kompakt.eval.fallbacks import model_failure_warning
 from kompakt.eval.probes import Needle
 from kompakt.eval.report import eval_report
-from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate, parse_budgets
+from kompakt.eval.retention import KINDS, Asker, EvalResult, evaluate
 from kompakt.messages import Message
+from kompakt.presets import (
+    DEFAULT_TARGET,
+    load_model,
+    make_compactor,
+    parse_budgets,
+    registry_name,
+)
 
 if TYPE_CHECKING:
     from kompakt.models import ChatModel

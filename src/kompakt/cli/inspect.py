@@ -12,8 +12,8 @@ from rich.text import Text
 
 from kompakt.cli.common import load_tokenizer, out_console, read_conversation
 from kompakt.cli.errors import handled
+from kompakt.cli.options import FileArg, FormatOpt, TokenizerOpt
 from kompakt.cli.printable import printable
-from kompakt.cli.replay import FileArg, FormatOpt, TokenizerOpt
 from kompakt.index import MessageIndex, is_provider_compaction
 
 __all__ = ["inspect_command", "inspect_data"]

@@ -62,6 +62,14 @@ def serve_command(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait on the upstream.")
     ] = 600.0,
+    max_conversations: Annotated[
+        int,
+        typer.Option(
+            "--max-conversations",
+            help="Conversations kept in memory (least recently used let go; rebuilt from "
+            "--store when continued).",
+        ),
+    ] = 256,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
 ) -> None:
     """Run a compacting proxy: point agents at it with OPENAI_BASE_URL / ANTHROPIC_BASE_URL.
@@ -87,6 +95,7 @@ def serve_command(
             api_key=api_key,
             max_body_bytes=max_body_bytes,
             timeout=timeout,
+            max_conversations=max_conversations,
         )
         if host not in ("127.0.0.1", "localhost", "::1") and api_key is None:
             err_console.print(

@@ -5,6 +5,8 @@
 * `retention`: strategies side by side at several budgets.
 * `report`: one self-contained HTML file with inline SVG charts.
 * `batch`: many transcripts over a local worker pool or Ray.
-* `compactors`: compactors by name or config file; `documents`: writing transcripts back;
-  `svg`: the inline charts.
+* `svg`: the inline charts.
+
+Compactors by name or config file are `kompakt.presets` (the command line and serve
+use them too); writing transcripts back is `kompakt.formats.documents`.
 """

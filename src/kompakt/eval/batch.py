@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kompakt.errors import ConfigError, FormatError
-from kompakt.eval.documents import render_document, write_atomic
+from kompakt.formats.documents import render_document, write_atomic
 
 __all__ = [
     "INPUT_SUFFIXES",
@@ -87,10 +87,9 @@ class Transformed:
 
 
 def _compact_text(job: BatchJob, text: str) -> tuple[str, int, int]:
-    from kompakt.eval.compactors import compact_messages, load_tokenizer
-    from kompakt.eval.retention import parse_budgets
     from kompakt.formats import loads
     from kompakt.index import MessageIndex
+    from kompakt.presets import compact_messages, load_tokenizer, parse_budgets
 
     tok = load_tokenizer(job.tokenizer)
     conv = loads(text, format=job.source_format)
@@ -108,9 +107,9 @@ def _compact_text(job: BatchJob, text: str) -> tuple[str, int, int]:
 
 
 def _eval_text(job: BatchJob, name: str, text: str) -> tuple[str, int, int]:
-    from kompakt.eval.compactors import load_tokenizer, make_compactor
-    from kompakt.eval.retention import evaluate, parse_budgets
+    from kompakt.eval.retention import evaluate
     from kompakt.formats import loads
+    from kompakt.presets import load_tokenizer, make_compactor, parse_budgets
 
     tok = load_tokenizer(job.tokenizer)
     messages = list(loads(text, format=job.source_format))

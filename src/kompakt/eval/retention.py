@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from math import isfinite
 from typing import Any
 
-from kompakt.errors import ConfigError, KompaktError
+from kompakt.errors import KompaktError
 from kompakt.eval.probes import ARTIFACT_KINDS, NEEDLE_KINDS, Needle, plant_memory, plant_needles
 from kompakt.eval.replay import CompactorLike, ReplayResult, replay
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
+from kompakt.presets import Budget, parse_budgets
 from kompakt.tokens import Tokenizer
 
 __all__ = [
@@ -38,64 +38,6 @@ __all__ = [
 
 KINDS: tuple[str, ...] = (*NEEDLE_KINDS, *ARTIFACT_KINDS)
 """Every kind a survival rate is reported for: needles first, then artifacts."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """A token budget: absolute (`tokens`) or a fraction of each run's tokens."""
-
-    label: str
-    fraction: float | None = None
-    tokens: int | None = None
-
-    def resolve(self, total_tokens: int) -> int:
-        """The budget in tokens for a run of `total_tokens`."""
-        if self.tokens is not None:
-            return self.tokens
-        return max(1, int(total_tokens * (self.fraction or 1.0)))
-
-
-def parse_budgets(text: str) -> list[Budget]:
-    """Parse ``"0.5,0.2"`` (fractions), ``"20%"`` or ``"8000"`` (tokens), comma-separated.
-
-    >>> [b.label for b in parse_budgets("0.5, 20%, 8000")]
-    ['50%', '20%', '8000']
-    >>> parse_budgets("1.5")
-    Traceback (most recent call last):
-    ...
-    kompakt.errors.ConfigError: --budget in tokens must be a whole number, got '1.5' (...)
-    """
-    out: list[Budget] = []
-    for raw in (p.strip() for p in str(text).split(",")):
-        if not raw:
-            continue
-        try:
-            if raw.endswith("%"):
-                value = float(raw[:-1]) / 100
-                is_fraction = True
-            else:
-                value = float(raw)
-                is_fraction = (value <= 1 and "." in raw) or value < 1
-        except ValueError:
-            raise ConfigError(
-                f"--budget: expected tokens (8000) or a fraction (0.2, 20%), got {raw!r}"
-            ) from None
-        if not isfinite(value) or value <= 0:
-            raise ConfigError(f"--budget must be a finite number > 0, got {raw!r}")
-        if is_fraction:
-            if value > 1:
-                raise ConfigError(f"--budget fraction must be at most 100%, got {raw!r}")
-            out.append(Budget(f"{value * 100:g}%", fraction=value))
-        elif value != int(value):  # 1.5 would silently mean 1 token
-            raise ConfigError(
-                f"--budget in tokens must be a whole number, got {raw!r} "
-                "(a fraction of the run is at most 1, like 0.2)"
-            )
-        else:
-            out.append(Budget(f"{int(value)}", tokens=int(value)))
-    if not out:
-        raise ConfigError("--budget: give at least one budget, for example 8000 or 0.2")
-    return out
 
 
 @dataclass

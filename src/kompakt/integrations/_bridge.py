@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -58,6 +59,8 @@ __all__ = [
 ]
 
 Oversize = Literal["clamp", "raise"]
+Mode = Literal["view", "permanent"]
+"""What an adapter compacts: the model's input only, or the framework's state too."""
 """What an adapter does when what the framework always sends (instructions, tool
 schemas) leaves no room in the budget: clamp it with a warning, or raise."""
 
@@ -73,6 +76,19 @@ def oversize_option(value: str) -> Oversize:
     if value == "raise":
         return "raise"
     raise ConfigError(f"`oversize` must be 'clamp' or 'raise', got {value!r}")
+
+
+def mode_option(value: str) -> Mode:
+    """`value` checked as an adapter's `Mode` (a `ConfigError` naming the option otherwise).
+
+    >>> mode_option("permanent")
+    'permanent'
+    """
+    if value == "view":
+        return "view"
+    if value == "permanent":
+        return "permanent"
+    raise ConfigError(f"`mode` must be 'view' or 'permanent', got {value!r}")
 
 
 Origin = tuple[int, int, int]
@@ -199,16 +215,31 @@ class Mirror:
             self._reset()
             seen, n = self._source, 0
         for pos in range(n, len(source)):
-            obj = source[pos]
-            parts = [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
-            stored = self.index.extend(parts)
-            for k, m in enumerate(stored):
-                self._origin[m.id] = (pos, k, len(stored))
-                self._digests[m.id] = m.digest
-            seen.append(obj)
+            self._take(source[pos], self._parts(source[pos], pos))
         if carried is not None:
             self.restore(carried)
         return len(source) - n
+
+    def extend(self, items: Sequence[Any]) -> list[Message]:
+        """Take in `items` that follow what was seen (the caller knows they do, so
+        nothing seen is compared again); returns the new originals. Each item is
+        converted before any is taken, so one that does not convert leaves the mirror
+        as it was."""
+        n = len(self._source)
+        parts = [self._parts(obj, n + k) for k, obj in enumerate(items)]
+        return [m for obj, p in zip(items, parts, strict=True) for m in self._take(obj, p)]
+
+    def _parts(self, obj: Any, pos: int) -> list[Message]:
+        return [obj.message] if isinstance(obj, Overhead) else self._convert(obj, pos)
+
+    def _take(self, obj: Any, parts: list[Message]) -> list[Message]:
+        pos = len(self._source)
+        stored = self.index.extend(parts)
+        for k, m in enumerate(stored):
+            self._origin[m.id] = (pos, k, len(stored))
+            self._digests[m.id] = m.digest
+        self._source.append(obj)
+        return stored
 
     def _prefix(self, source: Sequence[Any]) -> bool:
         """`source` starts with what was seen (a rebuilt but same message replaces its twin)."""
@@ -310,7 +341,7 @@ class Mirror:
 
     def _adopt(self, view: View, event: Any) -> View:
         # the compactor's persistent view: later compactions build on it
-        self.compactor._view = view
+        self.compactor.adopt(view)
         self._ran(event)
         return view
 
@@ -322,11 +353,10 @@ class Mirror:
             self.rev = uuid.uuid4().hex
 
     def _lenient(self, error: BudgetImpossible) -> Any:
-        """The compactor, its strategy no longer strict: the view shrinks to the core."""
+        """The compactor, its runs no longer strict (`Overrides.strict`): the view shrinks
+        to the core."""
         warnings.warn(f"kompakt: {error}; sending the smallest view that keeps it", stacklevel=4)
-        strategy = copy.copy(self.compactor.strategy)
-        strategy.strict = False
-        self.compactor.strategy = strategy
+        self.compactor.overrides = dataclasses.replace(self.compactor.overrides, strict=False)
         return self.compactor
 
     # -- the view as data -----------------------------------------------------------------
@@ -501,14 +531,16 @@ def budget_of(compactor: Any) -> int | None:
     >>> budget_of(Budgeted(900)), budget_of(tripped)
     (900, 4000)
     """
+    from kompakt.strategies.base import token_budget_of
+    from kompakt.triggers import TokensBelow, TokensExceed
+
     c = as_compactor(compactor)
-    budget = getattr(getattr(c, "strategy", None), "token_budget", None)
-    if isinstance(budget, int):
+    budget = token_budget_of(c.strategy)
+    if budget is not None:
         return budget
-    for rule in (getattr(c, "target", None), getattr(c, "trigger", None)):
-        limit = getattr(rule, "limit", None)
-        if type(rule).__name__.startswith("Tokens") and isinstance(limit, int):
-            return limit
+    for rule in (c.target, c.trigger):
+        if isinstance(rule, (TokensBelow, TokensExceed)):
+            return rule.limit
     return None
 
 

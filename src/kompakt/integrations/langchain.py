@@ -9,6 +9,10 @@ Install with ``pip install "kompakt[langchain]"``.
   keeps every message), ``mode="permanent"`` rewrites the state (`before_model`).
 * `pre_model_hook` is a LangGraph node for ``create_react_agent(pre_model_hook=...)``
   returning ``llm_input_messages`` (view) or ``messages`` (permanent).
+* `repair_messages` fixes what providers reject in a message list (a `ToolMessage`
+  whose call is gone, an `AIMessage` tool call with no result, a reused call id) and
+  says what it changed; ``repair=True`` on the middleware or the hook does it before
+  every model call.
 
 Unlike `trim_messages`, what comes out never holds a `ToolMessage` without the
 `AIMessage` that called it: a call and all of its results are kept or removed together.
@@ -25,13 +29,15 @@ agent = create_agent(model, tools, middleware=[KompaktMiddleware(compactor)])
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from kompakt.integrations._bridge import (
     Conversations,
     Mirror,
+    Mode,
     Overhead,
     Oversize,
     as_compactor,
@@ -39,6 +45,7 @@ from kompakt.integrations._bridge import (
     dumps,
     fit_overhead,
     loads_or_text,
+    mode_option,
     oversize_option,
     require,
     strip_overhead,
@@ -54,6 +61,7 @@ from kompakt.models.base import (
 )
 from kompakt.overflow import Overflow
 from kompakt.recovery import send_recovering, send_recovering_sync
+from kompakt.repair import Repair
 from kompakt.view import View
 
 __all__ = [
@@ -65,16 +73,16 @@ __all__ = [
     "from_langchain",
     "merge_views",
     "pre_model_hook",
+    "repair_messages",
     "to_langchain",
 ]
-
-Mode = Literal["view", "permanent"]
 
 if TYPE_CHECKING:  # classes built on first use (see `__getattr__`)
     KompaktMiddleware: Any
     KompaktAgentState: Any
     KompaktGraphState: Any
 
+log = logging.getLogger("kompakt.integrations")
 _KEY = "langchain"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _CHUNKS = {
@@ -223,6 +231,31 @@ def message_to_langchain(m: Message) -> Any:
     return cls(**kwargs)
 
 
+def repair_messages(messages: Sequence[Any]) -> tuple[list[Any], list[Repair]]:
+    """`kompakt.repair` for LangChain messages: the list with every tool-call break a
+    provider rejects fixed, and the repairs made (indexes into `messages`). Messages it
+    leaves alone come back as the same objects; a valid list comes back unchanged.
+
+    >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    >>> call = {"id": "c1", "name": "ls", "args": {}}
+    >>> msgs = [HumanMessage("list"), ToolMessage("stale", tool_call_id="c0"),
+    ...         AIMessage("", tool_calls=[call]), HumanMessage("and?")]
+    >>> fixed, repairs = repair_messages(msgs)
+    >>> [type(m).__name__ for m in fixed]
+    ['HumanMessage', 'AIMessage', 'ToolMessage', 'HumanMessage']
+    >>> [r.kind for r in repairs]
+    ['dropped_orphan_result', 'added_missing_result']
+    """
+    from kompakt.repair import repair
+
+    converted = [message_from_langchain(lc, i) for i, lc in enumerate(messages)]
+    fixed, repairs = repair(converted)
+    if not repairs:
+        return list(messages), []
+    original = {id(m): lc for m, lc in zip(converted, messages, strict=True)}
+    return [original.get(id(m)) or message_to_langchain(m) for m in fixed], repairs
+
+
 def _kind_for(role: str) -> str:
     return {"user": "human", "assistant": "ai", "system": "system", "developer": "system"}.get(
         role, "tool"
@@ -324,14 +357,21 @@ class _Core:
     counted."""
 
     def __init__(
-        self, compactor: Any, mode: Mode, name: str, oversize: Oversize, recover: bool = True
+        self,
+        compactor: Any,
+        mode: Mode,
+        name: str,
+        oversize: Oversize,
+        recover: bool = True,
+        repair: bool = False,
     ) -> None:
-        if mode not in ("view", "permanent"):
-            raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        mode = mode_option(mode)
         self.recover = recover
         self.compactor = as_compactor(compactor)
         oversize = oversize_option(oversize)
         self.mode, self.name, self.oversize = mode, name, oversize
+        self.repair = repair
+        self.repairs: list[Repair] = []
         self.conversations = Conversations(self._make)
         self._tools: dict[tuple[int, ...], Overhead] = {}
         self._fitted: dict[str, str] = {}
@@ -408,11 +448,20 @@ class _Core:
             return None
         return {STATE_KEY: {self.name: mirror.record()}}
 
+    def repaired(self, messages: list[Any]) -> list[Any]:
+        """`messages` repaired when the option is on (the repairs kept in `repairs`)."""
+        if not self.repair:
+            return messages
+        fixed, self.repairs = repair_messages(messages)
+        for r in self.repairs:
+            log.warning("%s: repaired the messages sent to the model: %s", self.name, r)
+        return fixed
+
     def run(
         self, state: Any, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
     ) -> tuple[list[Any], Any, dict[str, Any] | None]:
         """The messages to send, the system prompt to send, the state update (or None)."""
-        source, system = self.source(messages, system, tools)
+        source, system = self.source(self.repaired(list(messages)), system, tools)
         mirror = self.mirror(state, messages, source)
         rev = mirror.rev
         out = strip_overhead(mirror.process(source))
@@ -422,7 +471,7 @@ class _Core:
         self, state: Any, messages: Sequence[Any], system: Any = None, tools: Sequence[Any] = ()
     ) -> tuple[list[Any], Any, dict[str, Any] | None]:
         """`run` for strategies that await a model."""
-        source, system = self.source(messages, system, tools)
+        source, system = self.source(self.repaired(list(messages)), system, tools)
         mirror = self.mirror(state, messages, source)
         rev = mirror.rev
         out = strip_overhead(await mirror.aprocess(source))
@@ -432,7 +481,8 @@ class _Core:
         """The model call of `request` with the compacted messages; on a context overflow,
         compacted tighter and sent once more (`send_recovering`)."""
         messages = list(request.messages)
-        source, system = self.source(messages, request.system_message, request.tools)
+        fixed = self.repaired(messages)
+        source, system = self.source(fixed, request.system_message, request.tools)
         mirror = self.mirror(request.state, messages, source)
         done = _Call(messages, system, mirror.rev)
         done.out = _without(strip_overhead(mirror.process(source)), system)
@@ -451,7 +501,8 @@ class _Core:
     async def acall(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> _Call:
         """`call` for strategies that await a model."""
         messages = list(request.messages)
-        source, system = self.source(messages, request.system_message, request.tools)
+        fixed = self.repaired(messages)
+        source, system = self.source(fixed, request.system_message, request.tools)
         mirror = self.mirror(request.state, messages, source)
         done = _Call(messages, system, mirror.rev)
         done.out = _without(strip_overhead(await mirror.aprocess(source)), system)
@@ -509,8 +560,9 @@ class _Hook:
         tools: Sequence[Any] = (),
         prompt: str | None = None,
         oversize: Oversize = "clamp",
+        repair: bool = False,
     ) -> None:
-        self.core = _Core(compactor, mode, name, oversize)
+        self.core = _Core(compactor, mode, name, oversize, repair=repair)
         self.tools = list(tools)
         self.prompt = prompt
 
@@ -555,6 +607,7 @@ def pre_model_hook(
     tools: Sequence[Any] = (),
     prompt: str | None = None,
     oversize: Oversize = "clamp",
+    repair: bool = False,
 ) -> Any:
     """A LangGraph ``pre_model_hook`` (or plain graph node) driven by a kompakt `Compactor`.
 
@@ -564,13 +617,17 @@ def pre_model_hook(
     checkpointed with the thread. ``mode="permanent"`` returns ``{"messages":
     [RemoveMessage(all), *compacted]}`` so the state itself shrinks. ``is_async=True``
     gives a coroutine node (for summarizing strategies that await a model). `tools` and
-    `prompt`, when the graph sends them, are counted toward the budget.
+    `prompt`, when the graph sends them, are counted toward the budget. ``repair=True``
+    repairs the messages first (see `repair_messages`; the node's ``kompakt.core.repairs``
+    lists the latest repairs, each also logged as a warning).
 
     ```python
     graph.add_node("compact", pre_model_hook(compactor, tools=tools, prompt="You debug."))
     ```
     """
-    hook = _Hook(compactor, mode, name=name, tools=tools, prompt=prompt, oversize=oversize)
+    hook = _Hook(
+        compactor, mode, name=name, tools=tools, prompt=prompt, oversize=oversize, repair=repair
+    )
     runnables = require("langchain_core.runnables", "pre_model_hook", "langchain")
     if is_async:
         node = runnables.RunnableLambda(hook.__call__, afunc=hook.acall, name=name)
@@ -627,6 +684,11 @@ def _build_classes() -> None:
             oversize: when the system prompt and tool schemas alone take more than half
                 the budget, ``"clamp"`` (default) sends the system prompt clamped and
                 warns, ``"raise"`` raises `BudgetImpossible` before the model is called.
+            repair: fix what the provider would reject before each model call (a
+                `ToolMessage` whose call is gone, a tool call with no result, a reused
+                call id; see `repair_messages`): the model is sent the repaired messages,
+                ``"permanent"`` mode stores them, `repairs` lists the latest call's
+                repairs and each is logged as a warning.
 
         The system prompt, the tool schemas and the pending messages all count toward the
         budget. Each conversation (LangGraph thread) has its own view, stored in the
@@ -648,9 +710,12 @@ def _build_classes() -> None:
             name: str = "KompaktMiddleware",
             oversize: Oversize = "clamp",
             recover_from_overflow: bool = True,
+            repair: bool = False,
         ) -> None:
             super().__init__()
-            self.core = _Core(compactor, mode, name, oversize, recover_from_overflow)
+            self.core = _Core(
+                compactor, mode, name, oversize, recover=recover_from_overflow, repair=repair
+            )
 
         @property
         def name(self) -> str:
@@ -659,6 +724,11 @@ def _build_classes() -> None:
         @property
         def mode(self) -> Mode:
             return self.core.mode
+
+        @property
+        def repairs(self) -> list[Repair]:
+            """What ``repair=True`` fixed in the messages of the latest model call."""
+            return self.core.repairs
 
         @property
         def events(self) -> list[Any]:

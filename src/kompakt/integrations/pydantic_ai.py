@@ -25,11 +25,12 @@ agent = Agent("openai:gpt-4.1-mini", capabilities=[KompaktCapability(compactor)]
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from kompakt.integrations._bridge import (
     Conversations,
     Mirror,
+    Mode,
     Overhead,
     Oversize,
     as_compactor,
@@ -38,6 +39,7 @@ from kompakt.integrations._bridge import (
     dumps,
     fit_overhead,
     loads_or_text,
+    mode_option,
     oversize_option,
     require,
     strip_overhead,
@@ -66,7 +68,6 @@ __all__ = [
     "transcript",
 ]
 
-Mode = Literal["view", "permanent"]
 
 _KEY = "pydantic_ai"
 NOTE_KEY = "kompakt"
@@ -405,8 +406,7 @@ class _Conversation:
         events: list[Any],
         recover_from_overflow: bool = True,
     ) -> None:
-        if mode not in ("view", "permanent"):
-            raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
+        mode = mode_option(mode)
         self.recover_enabled = recover_from_overflow
         self.retried = False
         """This request step's overflow was answered (a second one is not)."""
@@ -556,9 +556,9 @@ def KompaktCapability(
     agent = Agent(model, capabilities=[KompaktCapability(compactor)])
     ```
     """
-    if mode not in ("view", "permanent"):
-        raise ValueError(f"mode must be 'view' or 'permanent', got {mode!r}")
-    return _capability_class()(compactor, mode, oversize, recover=recover_from_overflow)
+    return _capability_class()(
+        compactor, mode_option(mode), oversize, recover=recover_from_overflow
+    )
 
 
 def _capability_class() -> Any:

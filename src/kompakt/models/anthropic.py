@@ -24,6 +24,7 @@ from kompakt.models.base import (
     ToolSpec,
     Usage,
     assistant_response,
+    require_sdk,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class AnthropicModel(BaseChatModel):
         name: str | None = None,
         http_client: Any = None,
     ) -> None:
+        require_sdk("anthropic", "AnthropicModel", "anthropic")
         super().__init__(
             name=name or f"anthropic:{model}", timeout=timeout, max_retries=max_retries
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib.util
 import inspect
 import math
 import random
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from kompakt._deprecation import deprecated, renamed, renamed_options
-from kompakt.errors import ConfigError, KompaktError, ModelError
+from kompakt.errors import ConfigError, KompaktError, MissingDependency, ModelError
 from kompakt.messages import Message, ToolCall
 from kompakt.overflow import parse_overflow
 from kompakt.tokens import CharEstimator, Tokenizer
@@ -49,6 +50,7 @@ __all__ = [
     "is_transient",
     "positive_int",
     "positive_timeout",
+    "require_sdk",
     "run_sync",
 ]
 
@@ -384,6 +386,22 @@ class BaseChatModel(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+def require_sdk(module: str, what: str, extra: str) -> None:
+    """Raise `MissingDependency` now when `module` is not installed.
+
+    An adapter checks at construction (without importing the SDK, which stays lazy) so
+    that a missing extra fails where the model is named, not at its first call.
+
+    >>> require_sdk("json", "a model", "json")
+    >>> require_sdk("no_such_sdk", "Model", "x")
+    Traceback (most recent call last):
+    ...
+    kompakt.errors.MissingDependency: Model needs the [x] extra: pip install "kompakt[x]"
+    """
+    if importlib.util.find_spec(module) is None:
+        raise MissingDependency(what, extra)
 
 
 def positive_int(name: str, value: object, *, low: int = 1) -> None:

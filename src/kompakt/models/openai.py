@@ -25,6 +25,7 @@ from kompakt.models.base import (
     Usage,
     assistant_response,
     estimate_usage,
+    require_sdk,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ class OpenAIModel(BaseChatModel):
         http_client: Any = None,
         max_tokens_param: str | None = None,
     ) -> None:
+        require_sdk("openai", "OpenAIModel", "openai")
         super().__init__(name=name or f"openai:{model}", timeout=timeout, max_retries=max_retries)
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None

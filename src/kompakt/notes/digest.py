@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -174,6 +175,7 @@ _IDENT_RE = re.compile(
 )
 _VALUE_GROUPS = frozenset({2, 3, 4, 8})
 _CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_DIGIT_RE = re.compile(r"\d")
 _ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
 _VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
 _WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
@@ -225,6 +227,8 @@ _STATUS_RE = re.compile(r" → (exit -?\d+)$")
 _CD_PREFIX_RE = re.compile(r"^(?:\s*cd\s+\S+\s*(?:&&|;)\s*)+")
 
 _MAX_ITEM_CHARS = 300
+_KEY_HEAD, _KEY_TAIL = 1_000, 3_000  # characters of a long output `key_lines` reads
+_KEY_LINES_HEAD, _KEY_LINES_TAIL = 3, 12  # and lines of them
 _IMPERATIVE_RE = re.compile(  # tool text that addresses the reader: data, never a fact
     r"^\W*(?:please\s+|now\s+|you\s+(?:must|should|need to|have to)\s+)?(?:ignore|disregard"
     r"|forget|override|run|execute|exec|delete|remove|drop|upload|send|download|curl|wget"
@@ -236,7 +240,7 @@ _MAX_COMMAND_CHARS = 100
 _MAX_ERROR_CHARS = 200
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # one candidate is itself: compared by identity
 class _Item:
     section: str
     text: str
@@ -705,6 +709,12 @@ def key_lines(text: str, limit: int = 2) -> list[str]:
     >>> key_lines("Collecting deps\\nNote: the API port is 8443\\nok")
     ['Note: the API port is 8443']
     """
+    # what an output states is near either end: its first and last lines are read
+    if len(text) > _KEY_HEAD + _KEY_TAIL:
+        text = text[:_KEY_HEAD] + "\n" + text[-_KEY_TAIL:]
+    lines = text.splitlines()
+    if len(lines) > _KEY_LINES_HEAD + _KEY_LINES_TAIL:
+        text = "\n".join(lines[:_KEY_LINES_HEAD] + lines[-_KEY_LINES_TAIL:])
     found: list[str] = []
     if _ERROR_ANYWHERE_RE.search(text):
         errors = [ln.strip() for ln in text.splitlines() if _ERROR_RE.search(ln)]
@@ -721,7 +731,7 @@ def _prose_line(line: str) -> bool:
         return False
     if _ERROR_RE.search(line) or s.startswith(("<", "$ ", ">>>", "...", "+++ ", "--- ", "@@ ")):
         return False
-    code = sum(1 for ch in s if ch in _CODE_CHARS)
+    code = sum(map(s.count, _CODE_CHARS))  # one C-level count per character kind
     return code <= max(2, len(s) // 25) or bool(_KEY_VALUE_RE.match(s))
 
 
@@ -733,11 +743,12 @@ def _fact_score(s: str, *, rules: bool = True) -> float:
         return 0.0
     labelled = 1.0 if _LABEL_RE.match(s) else 0.0
     fragment = 1.5 if s[0].islower() else 0.0  # a sentence cut mid-way reads worse
-    strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
-    valued = bool(_VALUE_RE.search(s))
-    if words >= 5 and _CONSTRAINT_RE.search(s) and (rules or labelled):
+    # every value has a digit, or is an id with a dash: the patterns only where one is
+    valued = ("-" in s or _DIGIT_RE.search(s) is not None) and bool(_VALUE_RE.search(s))
+    if words >= 5 and (rules or labelled) and _CONSTRAINT_RE.search(s):
         return 7.0 + labelled + 0.5 * valued - fragment
     if valued and (_STATEMENT_RE.search(s) or labelled):
+        strong = 1.0 if _STRONG_VALUE_RE.search(s) else 0.0
         return 5.5 + 1.5 * strong + labelled - fragment
     if words <= 8 and _KEY_VALUE_RE.match(s) and labelled:
         return 3.0
@@ -920,11 +931,12 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
             firsts.append(item)
     costs = {id(i): _cost(i, tok) for i in ranked}
     # first the best item of every section, then the rest by value for their size
+    first_ids = {id(i) for i in firsts}
     rest = sorted(
-        (i for i in ranked if i not in firsts),
+        (i for i in ranked if id(i) not in first_ids),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    picked = _Chosen(rules)
+    picked = _Chosen(rules, Counter(w for i in ranked for w in _words(i.text)))
     used = 0
     for item in [*firsts, *rest]:
         header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
@@ -937,8 +949,14 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         used += cost
     chosen = picked.items
     note = _render(chosen, rules)
-    while chosen and tok.count_text(note) > max_tokens:  # estimates were low: drop the weakest
-        chosen.remove(min(chosen, key=lambda i: i.score))
+    while chosen and (excess := tok.count_text(note) - max_tokens) > 0:
+        # the estimates were low: the weakest go, as many as make up the excess
+        weakest = sorted(chosen, key=lambda i: i.score)
+        gone = 0
+        while weakest and gone < excess:
+            item = weakest.pop(0)
+            chosen.remove(item)
+            gone += costs[id(item)]
         note = _render(chosen, rules)
     if tok.count_text(note) > max_tokens:
         note = clamp_tokens(note, max_tokens, tok)
@@ -998,11 +1016,14 @@ class _Chosen:
 
     Lines worded alike are found by prefix filtering: two word sets with a Jaccard
     similarity of at least `_ALIKE` share a word among the first few of each (in one
-    fixed order of words, longest first), so only lines sharing one of those are compared.
+    fixed order of words: rarest among the candidates first), so only lines sharing one of
+    those are compared.
     """
 
-    def __init__(self, rules: Sequence[str]) -> None:
+    def __init__(self, rules: Sequence[str], frequency: Counter[str]) -> None:
+        self.frequency = frequency  # of each word among the candidates: rare words first
         self.items: list[_Item] = []
+        self.quoted = ""  # the texts of every line but identifiers, joined by NUL
         self.sections: set[str] = set()
         self.sources: set[str] = set()
         self.rules = [_words(r) for r in rules]
@@ -1019,15 +1040,23 @@ class _Chosen:
             self.sources.add(item.source)
         self.keyed[item.section] = self.keyed.get(item.section, "") + "\0" + item.key
         self.texts[item.section] = self.texts.get(item.section, "") + "\0" + item.text
+        if item.section != "identifiers":
+            self.quoted += "\0" + item.text
         words = _words(item.text)
         entry = (words, _values(item.text))
-        for w in _prefix(words):
+        for w in self.prefix(words):
             self.alike.setdefault((item.section, w), []).append(entry)
+
+    def prefix(self, words: frozenset[str]) -> list[str]:
+        """The words of a set that any set alike to it (`_similar`) shares one of: its
+        rarest, so that few lines share them."""
+        n = len(words) - math.ceil(_ALIKE * len(words)) + 1
+        return sorted(words, key=lambda w: (self.frequency[w], w))[:n]
 
     def redundant(self, item: _Item) -> bool:
         section = item.section
         if section == "identifiers":  # already quoted verbatim elsewhere in the note
-            return any(item.text in o.text for o in self.items if o.section != "identifiers")
+            return item.text in self.quoted
         if section == "files":
             return False
         if section == "facts" and any(
@@ -1041,22 +1070,18 @@ class _Chosen:
             words, values = _words(item.text), _values(item.text)
             if any(_similar(words, r) for r in self.rules):
                 return True
-            # alike in words is not the same when it states another value
+            # alike in words is not the same when it states another value; among many
+            # lines of one template, the newest few are compared (a miss keeps a line)
             return any(
                 _similar(words, w) and values <= v
-                for p in _prefix(words)
-                for w, v in self.alike.get((section, p), ())
+                for p in self.prefix(words)
+                for w, v in self.alike.get((section, p), ())[-_ALIKE_COMPARED:]
             )
         return False
 
 
 _ALIKE = 0.6
-
-
-def _prefix(words: frozenset[str]) -> list[str]:
-    """The words of a set that any set alike to it (`_similar`) shares one of."""
-    n = len(words) - math.ceil(_ALIKE * len(words)) + 1
-    return sorted(words, key=lambda w: (-len(w), w))[:n]
+_ALIKE_COMPARED = 48  # lines sharing a word with a candidate that it is compared with
 
 
 # Read once per text: the note compares each candidate with every line chosen before it.
@@ -1096,9 +1121,10 @@ def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
         if fenced:
             out.append("<tool_output>")
         reads = [i for i in items if _quiet_read(i)]
+        read_ids = {id(i) for i in reads}
         source = ""
         for i in items:
-            if i in reads:
+            if id(i) in read_ids:
                 continue
             if i.source and i.source == source:  # more from the same call: under its label
                 out.append("  " + i.text.replace("\n", "\n  "))

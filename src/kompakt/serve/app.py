@@ -22,6 +22,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -33,6 +34,7 @@ from starlette.routing import Route
 
 from kompakt.errors import FormatError
 from kompakt.overflow import parse_overflow
+from kompakt.serve.body import Body, scan
 from kompakt.serve.config import Api, ServeConfig
 from kompakt.serve.conversation import Conversation, Rendered, Turn, source_of, split_source
 from kompakt.serve.errors import error_response
@@ -40,18 +42,35 @@ from kompakt.serve.page import conversation_page, index_page
 from kompakt.serve.sessions import Sessions
 from kompakt.serve.upstream import Upstream, join, request_headers, response_headers
 from kompakt.serve.usage import UsageSniffer, input_tokens
-from kompakt.store.base import CompactionRecord, HistoryStore
+from kompakt.store import CompactionRecord, HistoryStore
 
 __all__ = ["Proxy", "create_app"]
 
 log = logging.getLogger("kompakt.serve")
 
-_OVERFLOW_SHARE = 0.9
-"""After an overflow, compact to this share of what the upstream said fits."""
-
 
 class _TooLarge(Exception):
     pass
+
+
+@dataclass
+class _Request:
+    """A compacting route's request, read."""
+
+    api: Api
+    raw: bytes
+    fields: dict[str, Any]
+    """Its members (the conversation array's own may be missing: see `messages`)."""
+    body: Body | None
+    """The body located, when it could be (its conversation array is then spliced)."""
+    messages: int
+    """Elements in its conversation array."""
+    items: int = 0
+    """The conversation's items once it was taken in."""
+
+    @property
+    def streaming(self) -> bool:
+        return self.fields.get("stream") is True
 
 
 class Proxy:
@@ -69,10 +88,12 @@ class Proxy:
         self.upstream = Upstream(timeout=config.timeout, client=client)
         self.sessions = Sessions(
             config.make_compactor,
-            exists=lambda cid: self.store.count(cid) > 0,
+            store=self.store,
+            max_conversations=config.max_conversations,
             max_timeline=config.max_timeline,
         )
         self.started = time.time()
+        self._writes: set[asyncio.Task[None]] = set()
 
     # -- the request's edges -----------------------------------------------------------
 
@@ -184,11 +205,15 @@ class Proxy:
         if isinstance(admitted, Response):
             return admitted
         url, raw, headers = admitted
-        body, problem = _parse(raw, api)
-        if body is None:
-            return error_response(api, 400, problem)
-        if api == "responses" and body.get("previous_response_id") is not None:
-            # the upstream holds the history: only the new items are here
+        read = time.perf_counter()
+        name = request.headers.get("x-kompakt-session")
+        try:
+            claimed = await self._claim(api, raw, name)
+        except FormatError as e:
+            return error_response(api, 400, f"messages: {e}")
+        if isinstance(claimed, str):
+            return error_response(api, 400, claimed)
+        if claimed is None:  # the upstream holds the history: only the new items are here
             sent = await self._send(api, "POST", url, headers, raw)
             if isinstance(sent, Response):
                 return sent
@@ -197,22 +222,17 @@ class Proxy:
                 status_code=sent.status_code,
                 headers=response_headers(sent.headers),
             )
-        source = source_of(api, body)
-        try:
-            conv, new = await self.sessions.claim(
-                api, source, request.headers.get("x-kompakt-session")
-            )
-        except FormatError as e:
-            return error_response(api, 400, f"messages: {e}")
+        conv, new, req = claimed
         try:  # the lock is held while the conversation changes, not while upstream answers
-            content, turn, sent_items = await self._prepare(conv, new, api, body, raw, source)
+            content, turn, sent_items = await self._prepare(conv, new, req)
         finally:
             conv.lock.release()
         turn.added_ms = (time.perf_counter() - started) * 1000
+        turn.read_ms = (read - started) * 1000
         upstream = await self._send(api, "POST", url, headers, content)
         if isinstance(upstream, httpx.Response) and upstream.status_code >= 400:
             upstream, sent_items = await self._recover(
-                conv, api, url, headers, body, raw, source, upstream, turn, sent_items
+                conv, url, headers, req, upstream, turn, sent_items
             )
         conv.record(turn, sent_items)
         turn.status = upstream.status_code
@@ -222,34 +242,55 @@ class Proxy:
         )  # fmt: skip
         if isinstance(upstream, Response):
             return upstream
-        return self._respond(conv, upstream, turn, streaming=body.get("stream") is True)
+        return self._respond(conv, upstream, turn, streaming=req.streaming)
+
+    async def _claim(
+        self, api: Api, raw: bytes, name: str | None
+    ) -> tuple[Conversation, list[Any], _Request] | str | None:
+        """The request's conversation, locked, with the request taken in; its new
+        originals and the request read. What is wrong with the body when it is
+        malformed; None for a Responses request the upstream holds the history of.
+
+        A request that repeats its conversation's last body byte for byte with more
+        messages after it is parsed only where it is new (`Sessions.follow`)."""
+        followed = await self.sessions.follow(api, raw, name)
+        if followed is not None:
+            conv, body, new = followed
+            req = _Request(api, raw, body.fields, body, body.count, len(conv.items))
+            return conv, new, req
+        located = scan(raw, "messages") if api != "responses" else None
+        fields: dict[str, Any] | None
+        if located is not None:
+            fields = {**located.fields, "messages": located.new}
+            problem = _problem(fields, api)
+        else:
+            fields, problem = _parse(raw, api)
+        if fields is None or problem:
+            return problem
+        if api == "responses" and fields.get("previous_response_id") is not None:
+            return None
+        source = source_of(api, fields)
+        conv, new = await self.sessions.claim(api, source, name, located)
+        count = len(fields["input" if api == "responses" else "messages"])
+        return conv, new, _Request(api, raw, fields, located, count, len(conv.items))
 
     async def _prepare(
-        self,
-        conv: Conversation,
-        new: list[Any],
-        api: Api,
-        body: dict[str, Any],
-        raw: bytes,
-        source: list[Any],
+        self, conv: Conversation, new: list[Any], req: _Request
     ) -> tuple[bytes, Turn, list[Any]]:
         """Store the new originals, compact when due: the bytes to send, the request's
         record, and the items sent."""
-        conv.model = str(body.get("model", conv.model))
-        if new:
-            await self._store_originals(conv)
+        conv.model = str(req.fields.get("model", conv.model))
         note = ""
         try:
-            rendered: Rendered | None = await conv.render(source)
+            rendered: Rendered | None = await conv.render(conv.items)
         except Exception as e:  # never a 500 for compaction: forward as it came
             log.warning("conversation %s: compaction failed, forwarding as is: %r", conv.id, e)
             rendered, note = None, f"compaction failed ({type(e).__name__}); forwarded as is"
-        if rendered is not None and rendered.event is not None:
-            await self._store_record(conv, rendered)
+        self._persist(conv, rendered)
         index = conv.mirror.index
         turn = Turn(
             at=time.time(),
-            messages=len(body["input"] if api == "responses" else body["messages"]),
+            messages=req.messages,
             new=len(new),
             tokens_full=index.total_tokens,
             tokens_sent=rendered.tokens_sent if rendered is not None else index.total_tokens,
@@ -258,18 +299,15 @@ class Proxy:
             compaction=rendered.event.summary() if rendered and rendered.event else "",
             note=note,
         )
-        sent_items = rendered.items if rendered is not None else source
-        return _content(api, body, raw, rendered, conv), turn, sent_items
+        sent_items = rendered.items if rendered is not None else list(conv.items)
+        return _content(req, rendered, conv), turn, sent_items
 
     async def _recover(
         self,
         conv: Conversation,
-        api: Api,
         url: str,
         headers: Mapping[str, str],
-        body: dict[str, Any],
-        raw: bytes,
-        source: list[Any],
+        req: _Request,
         failed: httpx.Response,
         turn: Turn,
         sent_items: list[Any],
@@ -284,25 +322,28 @@ class Proxy:
         overflow = parse_overflow(data)
         if overflow is None:
             return as_is, sent_items
-        goal = _goal(overflow, turn.tokens_sent)
         started = time.perf_counter()
         async with conv.lock:
-            if len(conv.items) != len(source):  # the conversation moved on meanwhile
+            if len(conv.items) != req.items:  # the conversation moved on meanwhile
                 return as_is, sent_items
             try:
-                rendered = await conv.compact_harder(source, goal)
+                rendered = await conv.compact_harder(conv.items, overflow)
             except Exception as e:
                 log.warning("conversation %s: overflow; compacting harder failed: %r", conv.id, e)
-                turn.note = f"upstream overflow; compacting to {goal:,} failed ({type(e).__name__})"
+                turn.note = f"upstream overflow; compacting harder failed ({type(e).__name__})"
                 return as_is, sent_items
-            await self._store_record(conv, rendered)
-            content = _content(api, body, raw, rendered, conv)
+            self._persist(conv, rendered)
+            content = _content(req, rendered, conv)
         turn.added_ms += (time.perf_counter() - started) * 1000
         turn.tokens_sent = rendered.tokens_sent
         turn.compaction = rendered.event.summary() if rendered.event else turn.compaction
-        turn.note = f"upstream overflow ({overflow.message[:120]}); compacted to {goal:,}, retried"
-        log.info("conversation %s: upstream overflow, retrying at %d tokens", conv.id, goal)
-        return await self._send(api, "POST", url, headers, content), rendered.items
+        turn.note = (
+            f"upstream overflow ({overflow.message[:120]}); "
+            f"compacted to {rendered.tokens_sent:,}, retried"
+        )
+        sent = rendered.tokens_sent
+        log.info("conversation %s: upstream overflow, retrying at %d tokens", conv.id, sent)
+        return await self._send(req.api, "POST", url, headers, content), rendered.items
 
     def _respond(
         self, conv: Conversation, upstream: httpx.Response, turn: Turn, *, streaming: bool
@@ -340,6 +381,32 @@ class Proxy:
 
     # -- the store ---------------------------------------------------------------------
 
+    def _persist(self, conv: Conversation, rendered: Rendered | None) -> None:
+        """Write `conv`'s new originals, then the compaction `rendered` made (if any),
+        while the request goes upstream: a conversation's writes run one after another,
+        in the order its requests took the lock; `close` waits for them."""
+        record = None
+        if rendered is not None and rendered.event is not None:
+            record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
+        if record is None and not conv.unstored():
+            return
+        before = conv.writing
+
+        async def write() -> None:
+            if before is not None:
+                await asyncio.wait([before])
+            try:
+                await self._store_originals(conv)
+                if record is not None:
+                    await asyncio.to_thread(self.store.record_compaction, conv.id, record)
+            except Exception as e:  # the request is on its way: say so, do not fail it
+                log.error("conversation %s: writing to the store failed: %r", conv.id, e)
+
+        task = asyncio.ensure_future(write())
+        conv.writing = task
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
     async def _store_originals(self, conv: Conversation) -> None:
         pending = conv.unstored()
         if not pending:
@@ -351,10 +418,6 @@ class Proxy:
             await asyncio.to_thread(self.store.create_session, conv.id, metadata=meta)
         await asyncio.to_thread(self.store.append, conv.id, pending)
         conv.stored += len(pending)
-
-    async def _store_record(self, conv: Conversation, rendered: Rendered) -> None:
-        record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
-        await asyncio.to_thread(self.store.record_compaction, conv.id, record)
 
     # -- the page ----------------------------------------------------------------------
 
@@ -376,6 +439,8 @@ class Proxy:
         return HTMLResponse(conversation_page(self, conv))
 
     async def close(self) -> None:
+        while self._writes:
+            await asyncio.wait(list(self._writes))
         await self.upstream.close()
         self.store.close()
 
@@ -392,28 +457,35 @@ def _parse(raw: bytes, api: Api) -> tuple[dict[str, Any] | None, str]:
         return None, f"request body is not valid JSON: {e}"
     if not isinstance(body, dict):
         return None, f"request body must be a JSON object, got {type(body).__name__}"
+    problem = _problem(body, api)
+    return (None if problem else body), problem
+
+
+def _problem(body: Mapping[str, Any], api: Api) -> str:
+    """What is wrong with a parsed request body's conversation fields ("" when nothing)."""
     if api == "responses":
         if not isinstance(body.get("input"), (str, list)):
-            return None, "input: required, a string or a list of input items"
-        return body, ""
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return None, "messages: required, and must be a list of messages"
+            return "input: required, a string or a list of input items"
+        return ""
+    if not isinstance(body.get("messages"), list):
+        return "messages: required, and must be a list of messages"
     if api == "anthropic" and not isinstance(body.get("system", ""), (str, list)):
-        return None, "system: must be a string or a list of content blocks"
-    return body, ""
+        return "system: must be a string or a list of content blocks"
+    return ""
 
 
-def _content(
-    api: Api, body: dict[str, Any], raw: bytes, rendered: Rendered | None, conv: Conversation
-) -> bytes:
-    """The body to send: the client's own bytes when nothing changed; else the body with
-    the compacted messages, their JSON spliced in (made once per message, see
-    `Conversation.messages_json`)."""
+def _content(req: _Request, rendered: Rendered | None, conv: Conversation) -> bytes:
+    """The body to send: the client's own bytes when nothing changed; else its bytes
+    with the compacted conversation array spliced in (each message's JSON made once,
+    see `Conversation.messages_json`)."""
     if rendered is None or rendered.unchanged:
-        return raw
+        return req.raw
+    api = req.api
     system, messages = split_source(api, rendered.items)
-    out = dict(body)
+    same_system = api == "openai" or (rendered.items and rendered.items[0] is conv.items[0])
+    if req.body is not None and same_system:
+        return req.body.splice(conv.messages_json(messages))
+    out = dict(req.fields)
     out["input" if api == "responses" else "messages"] = _SLOT
     if api != "openai":
         key = "system" if api == "anthropic" else "instructions"
@@ -421,22 +493,17 @@ def _content(
             out.pop(key, None)
         else:
             out[key] = system
-    text = json.dumps(out, ensure_ascii=False).replace(
-        f'"{_SLOT}"', conv.messages_json(messages), 1
-    )
+    text = json.dumps(out, ensure_ascii=False)
+    head, _, tail = text.partition(f'"{_SLOT}"')
+    array = conv.messages_json(messages)
+    return b"".join((_utf8(head), array, _utf8(tail)))
+
+
+def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
 _SLOT = "__kompakt_messages_slot__"
-
-
-def _goal(overflow: Any, sent: int) -> int:
-    """Tokens to compact to after an overflow: what fits by the upstream's count, scaled
-    to the estimate (their tokenizer is not ours), else half of what was sent."""
-    limit, requested = overflow.input_limit, overflow.input_tokens
-    if limit and requested and requested > 0:
-        return max(1, int(sent * limit / requested * _OVERFLOW_SHARE))
-    return max(1, sent // 2)
 
 
 def create_app(

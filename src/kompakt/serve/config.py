@@ -60,6 +60,9 @@ class ServeConfig:
     """Seconds to wait on the upstream (connect, each read, each write)."""
     max_timeline: int = 500
     """Events kept per conversation for the page."""
+    max_conversations: int = 256
+    """Conversations kept in memory, the least recently used let go first; one let go
+    is rebuilt from the store when a request continues it."""
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ), repr=False)
 
     def __post_init__(self) -> None:
@@ -85,6 +88,10 @@ class ServeConfig:
             raise ConfigError(f"`target` must be in (0, 1], got {self.target!r}")
         if self.max_body_bytes < 1:
             raise ConfigError(f"`max_body_bytes` must be > 0, got {self.max_body_bytes!r}")
+        if self.max_conversations < 1:
+            raise ConfigError(
+                f"`max_conversations` must be at least 1, got {self.max_conversations!r}"
+            )
         if self.timeout <= 0:
             raise ConfigError(f"`timeout` must be > 0 seconds, got {self.timeout!r}")
 
@@ -112,10 +119,10 @@ class ServeConfig:
         if self.compactor is not None:
             return self.compactor()
         if self.config is not None:
-            from kompakt.eval.compactors import compactor_from_config
+            from kompakt.presets import compactor_from_config
 
             return compactor_from_config(self.config)
-        from kompakt.eval.compactors import make_compactor
+        from kompakt.presets import make_compactor
 
         assert self.budget is not None  # checked in __post_init__
         return make_compactor("budgeted", self.budget, target=self.target)

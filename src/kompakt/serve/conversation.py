@@ -15,6 +15,7 @@ and never compacted away.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kompakt.agent.calibration import Shifted, calibrated_strategy
+from kompakt.agent.calibration import Shifted
 from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats.anthropic import from_anthropic, to_anthropic_messages
@@ -31,10 +32,11 @@ from kompakt.formats.openai import from_openai, to_openai
 from kompakt.formats.responses import from_responses, to_responses
 from kompakt.integrations._bridge import Mirror
 from kompakt.messages import Message
+from kompakt.overflow import Overflow
+from kompakt.serve.body import Body
 from kompakt.serve.chain import Chain
 from kompakt.serve.config import Api
-from kompakt.strategies import Budgeted
-from kompakt.triggers import Always, TokensBelow
+from kompakt.store import CompactionRecord
 
 __all__ = ["SYSTEM_KEY", "Conversation", "Rendered", "Turn", "source_of", "split_source"]
 
@@ -126,13 +128,6 @@ def _render_responses(messages: Sequence[Message]) -> list[Any]:
     return [to_responses(messages, provider=True)]  # one run of items
 
 
-class _Mirror(Mirror):
-    """A `Mirror` whose caller has checked that each source extends the last one."""
-
-    def _prefix(self, source: Sequence[Any]) -> bool:
-        return True
-
-
 @dataclass
 class Turn:
     """One request of a conversation, as the page shows it."""
@@ -150,6 +145,8 @@ class Turn:
     """What was sent last time is an exact prefix of what is sent now."""
     added_ms: float
     """Time the proxy spent before forwarding."""
+    read_ms: float = 0.0
+    """Of `added_ms`, the time the request's body took to arrive."""
     compaction: str = ""
     """The compaction event's summary line, when one ran."""
     status: int | None = None
@@ -211,7 +208,7 @@ class Conversation:
             "anthropic": (_convert_anthropic, _render_anthropic),
             "responses": (_convert_responses, _render_responses),
         }[api]
-        self.mirror = _Mirror(compactor, convert, render)
+        self.mirror = Mirror(compactor, convert, render)
         self.template = self.mirror.template
         self.chain = Chain()
         self.lock = asyncio.Lock()
@@ -224,22 +221,48 @@ class Conversation:
         self.stats = Stats()
         self.timeline: deque[Turn] = deque(maxlen=max_timeline)
         self.events: list[CompactionEvent] = self.mirror.events
+        self.writing: asyncio.Future[None] | None = None
+        """The last write of its originals and records to the store (they run in order)."""
+        self.body: Body | None = None
+        """The last request's body, located (the next one is parsed from where it ends)."""
         self._sent: list[Any] | None = None
-        self._wire: tuple[list[Any], str] | None = None
+        self._wire: tuple[list[Any], bytes] | None = None
+
+    @property
+    def idle(self) -> bool:
+        """No request holds it and nothing is waiting to be written: it can be let go."""
+        return not self.lock.locked() and (self.writing is None or self.writing.done())
 
     @property
     def items(self) -> list[Any]:
         """Every provider item received so far, in order (the mirror's source)."""
-        items: list[Any] = self.mirror._source
-        return items
+        return self.mirror.source
 
-    def take(self, source: Sequence[Any]) -> list[Message]:
-        """Take in a request's items (they extend `items`); returns the new originals."""
-        index = self.mirror.index
-        before, n = index.message_count, len(self.items)
-        self.mirror.sync(source)
+    def take(self, new: Sequence[Any]) -> list[Message]:
+        """Take in the items a request adds to `items`; returns the new originals (none
+        is taken when one does not convert: a `FormatError` naming it)."""
+        n = len(self.items)
+        taken = self.mirror.extend(new)
         self.chain.extend(self.items[n:])
-        return list(index.messages[before:])
+        return taken
+
+    def rebuild(self, source: Sequence[Any], stored: Sequence[Message]) -> int | None:
+        """Take in the leading items of `source` that make the `stored` originals (this
+        conversation's, read back from the store); how many, or None when they differ."""
+        want = [m.id for m in stored]
+        index = self.mirror.index
+        k = 0
+        while index.message_count < len(want) and k < len(source):
+            self.take(source[k : k + 1])
+            k += 1
+        if [m.id for m in index.messages] != want:
+            return None
+        self.stored = len(want)
+        return k
+
+    def restore(self, record: CompactionRecord) -> None:
+        """Send what the view recorded in `record` sent (the conversation rebuilt)."""
+        self.mirror.restore({"rev": str(record.id or ""), **record.to_dict()})
 
     def unstored(self) -> list[Message]:
         """Originals not yet written to the store."""
@@ -257,7 +280,10 @@ class Conversation:
         c, t = self.mirror.compactor, self.template
         c.trigger = Shifted(t.trigger, self.offset)
         c.target = Shifted(t.target, self.offset)
-        c.strategy = calibrated_strategy(t.strategy, self.offset)
+        # the budget moves by the offset too; what else the run overrides stays (leniency)
+        c.overrides = dataclasses.replace(
+            c.overrides, budget_offset=t.overrides.budget_offset + self.offset
+        )
 
     async def render(self, request_items: Sequence[Any]) -> Rendered:
         """Compact when due, and the items to send."""
@@ -267,42 +293,38 @@ class Conversation:
             self.stats.compactions += 1
         return self._rendered(request_items, event)
 
-    async def compact_harder(self, request_items: Sequence[Any], goal: int) -> Rendered:
-        """Compact to `goal` tokens now (after the upstream said the request was too
-        long); the new view sticks."""
-        harder = Compactor(trigger=Always(), strategy=Budgeted(goal), target=TokensBelow(goal))
-        harder._view = self.mirror.view  # build on the view in use: decisions stick
-        view, event = await harder.compact_async(self.mirror.index, force=True)
-        self.mirror.compactor._view = view
-        self.mirror._out = None
-        self.events.append(event)
+    async def compact_harder(self, request_items: Sequence[Any], overflow: Overflow) -> Rendered:
+        """Compact what was sent to fit what the upstream said fits (it refused the
+        request as too long); the new view sticks: later compactions build on it."""
+        await self.mirror.atighten(overflow)
         self.stats.compactions += 1
-        return self._rendered(request_items, event)
+        return self._rendered(request_items, self.events[-1])
 
     def _rendered(self, request_items: Sequence[Any], event: CompactionEvent | None) -> Rendered:
         items = self.mirror.render()
         view = self.mirror.view
         return Rendered(
             items,
-            unchanged=items == list(request_items),
+            unchanged=items == request_items,
             tokens_sent=view.total_tokens,
             tokens_full=self.mirror.index.total_tokens,
             event=event,
         )
 
-    def messages_json(self, messages: list[Any]) -> str:
-        """The JSON array of `messages`, as ``json.dumps`` writes it; the text made last
-        time is reused for the prefix it covers (between compactions, all but the new)."""
-        text = ""
+    def messages_json(self, messages: list[Any]) -> bytes:
+        """The JSON array of `messages`, as ``json.dumps`` writes it; the bytes made last
+        time are reused for the prefix they cover (between compactions, all but the new)."""
+        done = b""
         start = 0
         if self._wire is not None:
-            prev, prev_text = self._wire
+            prev, prev_bytes = self._wire
             if len(prev) <= len(messages) and messages[: len(prev)] == prev:  # identity first
-                text, start = prev_text, len(prev)
+                done, start = prev_bytes, len(prev)
         new = ", ".join(json.dumps(m, ensure_ascii=False) for m in messages[start:])
-        text = f"{text}, {new}" if text and new else text or new
-        self._wire = (messages, text)
-        return f"[{text}]"
+        more = new.encode("utf-8", "surrogatepass")
+        done = b", ".join((done, more)) if done and more else done or more
+        self._wire = (messages, done)
+        return b"".join((b"[", done, b"]"))
 
     def record(self, turn: Turn, sent: list[Any]) -> None:
         """Count a request (its `sent` items decide whether the prefix was stable)."""

@@ -10,15 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kompakt._deprecation import renamed
-from kompakt.store.base import (
-    BaseStore,
-    CompactionRecord,
-    HistoryStore,
-    MessageLike,
-    SessionInfo,
-    apply_record,
-)
+from kompakt.store.base import BaseStore, HistoryStore, MessageLike
 from kompakt.store.memory import MemoryStore
+from kompakt.store.records import CompactionRecord, SessionInfo, apply_record
 from kompakt.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:

@@ -18,7 +18,8 @@ from typing import Any
 
 from kompakt.messages import Message
 from kompakt.store import _codec, base
-from kompakt.store.base import BaseStore, CompactionRecord, MessageLike, SessionInfo
+from kompakt.store.base import BaseStore, MessageLike
+from kompakt.store.records import CompactionRecord, SessionInfo
 
 __all__ = ["MemoryStore"]
 
@@ -30,6 +31,8 @@ class _Session:
     messages: list[Message] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+    """The ids in `positions`, kept as a set for `unique_ids` (not rebuilt per append)."""
     records: list[CompactionRecord] = field(default_factory=list)
 
 
@@ -76,7 +79,7 @@ class MemoryStore(BaseStore):
             s = self._sessions[session]
             start = len(s.messages)
             base.check_expected(session, expected_count, start)
-            for m in base.unique_ids(msgs, set(s.positions)):
+            for m in base.unique_ids(msgs, s.taken):
                 s.positions[m.id] = len(s.messages)
                 s.messages.append(m)
                 s.texts.append(_codec.search_text(m).lower())

@@ -24,8 +24,9 @@ from typing import Any
 
 from kompakt.errors import ConfigError, MissingDependency, StoreError
 from kompakt.messages import Message
-from kompakt.store import _codec, base
-from kompakt.store.base import BaseStore, CompactionRecord, MessageLike, SessionInfo
+from kompakt.store import _codec, _sql, base
+from kompakt.store.base import BaseStore, MessageLike
+from kompakt.store.records import CompactionRecord, SessionInfo
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -149,7 +150,7 @@ class PostgresStore(BaseStore):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.kompakt_schema (version INTEGER)")
             row = conn.execute(f"SELECT version FROM {s}.kompakt_schema").fetchone()
             version = row[0] if row else 0
-            base.check_schema(version, len(MIGRATIONS), f"schema {self.schema!r}")
+            _sql.check_schema(version, len(MIGRATIONS), f"schema {self.schema!r}")
             for n in range(version, len(MIGRATIONS)):
                 for statement in MIGRATIONS[n]:
                     conn.execute(statement.format(s=s))
@@ -249,7 +250,7 @@ class PostgresStore(BaseStore):
         base.check_expected(session, expected, start)
         if not msgs:
             return []
-        taken = base.taken_ids(
+        taken = _sql.taken_ids(
             (m.id for m in msgs),
             lambda ids: (
                 r[0]
@@ -329,7 +330,7 @@ class PostgresStore(BaseStore):
                     (session, anyof, anyof, limit),
                 )
             )
-        return base.first_rows((self._read(sql, params) for sql, params in tiers), limit)
+        return _sql.first_rows((self._read(sql, params) for sql, params in tiers), limit)
 
     # -- compaction records ---------------------------------------------------------
 

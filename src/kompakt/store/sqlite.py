@@ -32,8 +32,9 @@ from typing import Any
 
 from kompakt.errors import ConfigError, StoreError
 from kompakt.messages import Message
-from kompakt.store import _codec, base
-from kompakt.store.base import BaseStore, CompactionRecord, MessageLike, SessionInfo
+from kompakt.store import _codec, _sql, base
+from kompakt.store.base import BaseStore, MessageLike
+from kompakt.store.records import CompactionRecord, SessionInfo
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -140,7 +141,7 @@ class SQLiteStore(BaseStore):
     def _migrate(self) -> None:
         with self._tx() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            base.check_schema(version, len(MIGRATIONS), repr(self.path))
+            _sql.check_schema(version, len(MIGRATIONS), repr(self.path))
             for n in range(version, len(MIGRATIONS)):
                 for statement in MIGRATIONS[n]:
                     conn.execute(statement)
@@ -236,7 +237,7 @@ class SQLiteStore(BaseStore):
             tiers.append(("fts", " OR ".join(quoted)))
         else:
             tiers.append(("like", query.strip().lower()))
-        return base.first_rows((self._tier(kind, session, q, limit) for kind, q in tiers), limit)
+        return _sql.first_rows((self._tier(kind, session, q, limit) for kind, q in tiers), limit)
 
     def _tier(self, kind: str, session: str, q: str, limit: int) -> list[Any]:
         if kind == "like":
@@ -297,7 +298,7 @@ def _insert(
     base.check_expected(session, expected, start)
     if not msgs:
         return []
-    taken = base.taken_ids(
+    taken = _sql.taken_ids(
         (m.id for m in msgs),
         lambda ids: _existing_ids(conn, session, ids),
         lambda mid: (

@@ -14,6 +14,8 @@ from kompakt.strategies.base import (
     Step,
     StrategyLike,
     open_step,
+    own_target,
+    own_trigger,
     recording,
 )
 from kompakt.triggers import (
@@ -55,10 +57,10 @@ def should_stop(strategy: object, view: View, context: CompactionContext) -> boo
     """
     if context.done():
         return True
-    target = getattr(strategy, "target", None)
+    target = own_target(strategy)
     if target is not None and target(view):
         return True
-    trigger = getattr(strategy, "trigger", None)
+    trigger = own_trigger(strategy)
     return trigger is not None and not trigger(view)
 
 
@@ -74,10 +76,10 @@ class Stop:
     def __init__(self, strategy: object, view: View, context: CompactionContext) -> None:
         self.strategy, self.view, self.context = strategy, view, context
         conditions: list[Trigger] = [context.target]
-        target = getattr(strategy, "target", None)
+        target = own_target(strategy)
         if target is not None:
             conditions.append(target)
-        trigger = getattr(strategy, "trigger", None)
+        trigger = own_trigger(strategy)
         limits = [_token_limit(c) for c in conditions if not isinstance(c, Never)]
         if trigger is not None:
             limits.append(trigger.limit if isinstance(trigger, TokensExceed) else None)
@@ -159,10 +161,7 @@ def tool_names(messages: Iterable[Message]) -> set[str]:
 
 def rendered_tokens(view: View, group: int) -> int:
     """Tokens the group currently contributes to the view."""
-    if view.is_original(group):
-        return view.index.groups[group].tokens
-    count = view.index.tokenizer.count_message
-    return sum(count(m) for m in view.rendered(group))
+    return view.group_tokens(group)
 
 
 def first_line(text: str) -> str:

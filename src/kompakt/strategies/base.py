@@ -23,7 +23,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from kompakt.errors import ConfigError
@@ -37,11 +37,15 @@ __all__ = [
     "AsyncStrategy",
     "BaseStrategy",
     "CompactionContext",
+    "Overrides",
     "Step",
     "Strategy",
     "StrategyLike",
     "as_strategy",
+    "own_target",
+    "own_trigger",
     "run_strategy",
+    "token_budget_of",
 ]
 
 DEFAULT_MIN_PRESERVED = 2
@@ -69,12 +73,61 @@ class Step:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """What one compaction run changes in the strategies it runs, which stay as they were
+    configured: the driver (`Compactor`, the `Agent`, a background preparation) passes
+    these in the `CompactionContext` and each strategy reads its options through them.
+
+    >>> o = Overrides(min_preserved=5, fewer_kept=2, budget_offset=300)
+    >>> o.preserved(2), o.kept(4), o.budget(8_000)
+    (3, 2, 7700)
+    """
+
+    min_preserved: int | None = None
+    """Replaces every strategy's `min_preserved` (``Compactor(min_preserved=...)``)."""
+    fewer_kept: int = 0
+    """The newest groups each strategy keeps (`keep_last_groups`, `min_preserved`) lowered by
+    this much: a compaction prepared that many steps before its trigger keeps what it
+    would keep at the trigger."""
+    budget_offset: int = 0
+    """Tokens taken off every token budget of the run: the calibration to what the
+    provider counts, and the room left for a rehydration after the compaction."""
+    strict: bool | None = None
+    """Replaces a `Budgeted`'s `strict` (None: its own)."""
+
+    def preserved(self, min_preserved: int) -> int:
+        """A strategy's `min_preserved` for this run."""
+        n = min_preserved if self.min_preserved is None else self.min_preserved
+        return max(0, n - self.fewer_kept)
+
+    def kept(self, keep_last_groups: int) -> int:
+        """A strategy's `keep_last_groups` (newest groups left alone) for this run."""
+        return max(0, keep_last_groups - self.fewer_kept)
+
+    def budget(self, token_budget: int) -> int:
+        """A strategy's `token_budget` for this run (at least 1 when moved)."""
+        return max(1, token_budget - self.budget_offset) if self.budget_offset else token_budget
+
+    def shifted(self, tokens: int) -> Overrides:
+        """These overrides with the token budget moved `tokens` lower."""
+        return replace(self, budget_offset=self.budget_offset + tokens) if tokens else self
+
+    def fewer(self, groups: int) -> Overrides:
+        """These overrides keeping `groups` fewer of the newest groups (none for <= 0)."""
+        return replace(self, fewer_kept=self.fewer_kept + groups) if groups > 0 else self
+
+
+NO_OVERRIDES = Overrides()
+
+
 @dataclass
 class CompactionContext:
     """What a strategy may consult while it edits a view.
 
     `target` is the stop condition: strategies that remove groups one at a time stop
-    as soon as `done()` is true. `budget` is set inside `Budgeted`.
+    as soon as `done()` is true. `budget` is set inside `Budgeted`. `overrides` are
+    what this run changes in the strategies' own options (see `Overrides`).
     """
 
     view: View
@@ -84,6 +137,7 @@ class CompactionContext:
     steps: list[Step] = field(default_factory=list)
     current: Step | None = None
     """The step of the strategy running now (strategies add counts to it)."""
+    overrides: Overrides = NO_OVERRIDES
 
     def done(self) -> bool:
         """The target holds: stop removing."""
@@ -125,11 +179,22 @@ StrategyLike: TypeAlias = (
 
 
 class BaseStrategy:
-    """Convenience base: a name, an optional own trigger, `min_preserved`, and both
-    sync and async entry points (implement either `apply` or `apply_async`)."""
+    """Convenience base: a name, the options a compaction run reads (its own trigger
+    and target, a token budget, `min_preserved`), and both sync and async entry points
+    (implement either `apply` or `apply_async`)."""
 
     trigger: Trigger | None = None
+    """Its own trigger: the strategy runs only when it fires, and stops once it is quiet."""
+    target: Trigger | None = None
+    """Its own stop condition, besides the compaction's."""
+    token_budget: int | None = None
+    """Tokens the view must fit in when it is done (a `Budgeted`'s), else None."""
     min_preserved: int = DEFAULT_MIN_PRESERVED
+    """Newest groups it never touches (a run may override it: `Overrides`)."""
+
+    def preserved(self, context: CompactionContext) -> int:
+        """`min_preserved` for the run `context` belongs to."""
+        return context.overrides.preserved(self.min_preserved)
 
     @property
     def name(self) -> str:
@@ -188,6 +253,29 @@ def as_strategy(s: StrategyLike) -> BaseStrategy | Strategy | AsyncStrategy:
     raise ConfigError(f"a strategy must have an apply(view, context) method, got {s!r}")
 
 
+def own_trigger(s: object) -> Trigger | None:
+    """A strategy's own trigger (`BaseStrategy.trigger`; None for one that declares none)."""
+    t = s.trigger if isinstance(s, BaseStrategy) else getattr(s, "trigger", None)
+    return t if isinstance(t, Trigger) or t is None else as_trigger(t)
+
+
+def own_target(s: object) -> Trigger | None:
+    """A strategy's own stop condition (`BaseStrategy.target`; None for one without)."""
+    t = s.target if isinstance(s, BaseStrategy) else getattr(s, "target", None)
+    return t if isinstance(t, Trigger) or t is None else as_trigger(t)
+
+
+def token_budget_of(s: object) -> int | None:
+    """A strategy's token budget (`BaseStrategy.token_budget`, a `Budgeted`'s), else None.
+
+    >>> from kompakt.strategies import Budgeted, Truncation
+    >>> token_budget_of(Budgeted(8_000)), token_budget_of(Truncation())
+    (8000, None)
+    """
+    b = s.token_budget if isinstance(s, BaseStrategy) else getattr(s, "token_budget", None)
+    return b if isinstance(b, int) and not isinstance(b, bool) else None
+
+
 def strategy_name(s: object) -> str:
     return str(getattr(s, "name", type(s).__name__))
 
@@ -222,7 +310,7 @@ def open_step(
         tokens_before=view.total_tokens,
         messages_before=view.message_count,
     )
-    own = getattr(strat, "trigger", None)
+    own = own_trigger(strat)
     if check_trigger and own is not None and not own(view):
         step.tokens_after, step.messages_after = step.tokens_before, step.messages_before
         step.detail = QUIET

@@ -12,6 +12,7 @@ from kompakt.strategies.base import (
     DEFAULT_MIN_PRESERVED,
     BaseStrategy,
     CompactionContext,
+    Overrides,
     Step,
     StrategyLike,
     run_strategy,
@@ -20,7 +21,7 @@ from kompakt.strategies.clamp import ClampOversized
 from kompakt.strategies.collapse import CollapseToolResults
 from kompakt.strategies.supersede import SupersedeReads
 from kompakt.strategies.truncation import Truncation
-from kompakt.triggers import Never, TokensBelow, TokensExceed
+from kompakt.triggers import Never, TokensBelow, TokensExceed, Trigger
 from kompakt.view import View
 
 __all__ = ["Budgeted", "ClampToBudget", "core_breakdown", "default_chain"]
@@ -82,6 +83,8 @@ class Budgeted(BaseStrategy):
     True
     """
 
+    token_budget: int
+
     @renamed_options(positional=("strategies",))
     def __init__(
         self,
@@ -107,12 +110,11 @@ class Budgeted(BaseStrategy):
         self.strict = strict
         self.trigger = TokensExceed(token_budget)
 
-    def _stages(self) -> list[tuple[StrategyLike, str | None]]:
-        budget = self.token_budget
+    def _stages(self, budget: int, preserved: int) -> list[tuple[StrategyLike, str | None]]:
         return [
             *((s, None) for s in self.strategies),
             (
-                Truncation(min_preserved=self.min_preserved, drop_summaries=False),
+                Truncation(min_preserved=preserved, drop_summaries=False),
                 "chain did not reach the budget",
             ),
             (
@@ -122,28 +124,27 @@ class Budgeted(BaseStrategy):
             (Truncation(min_preserved=0), "dropping down to the protected core"),
         ]
 
-    def _contexts(self, context: CompactionContext) -> tuple[CompactionContext, CompactionContext]:
-        budget = self.token_budget
-        held = CompactionContext(
-            context.view,
-            target=TokensBelow(budget),
-            budget=budget,
-            summarizer=context.summarizer,
-            steps=context.steps,
-        )
-        if self.early_stop:
-            return held, held
-        free = CompactionContext(
-            context.view,
-            target=Never(),
-            budget=budget,
-            summarizer=context.summarizer,
-            steps=context.steps,
-        )
-        return free, held
+    def _contexts(
+        self, context: CompactionContext, budget: int
+    ) -> tuple[CompactionContext, CompactionContext]:
+        """The chain's context (the run's overrides carried over) and the fallbacks'
+        (their options are set here, from this run's)."""
 
-    def _skip(self, view: View, fallback: str | None) -> bool:
-        fits = view.total_tokens <= self.token_budget
+        def under(target: Trigger, overrides: Overrides) -> CompactionContext:
+            return CompactionContext(
+                context.view,
+                target=target,
+                budget=budget,
+                summarizer=context.summarizer,
+                steps=context.steps,
+                overrides=overrides,
+            )
+
+        chain = under(TokensBelow(budget) if self.early_stop else Never(), context.overrides)
+        return chain, under(TokensBelow(budget), Overrides())
+
+    def _skip(self, view: View, budget: int, fallback: str | None) -> bool:
+        fits = view.total_tokens <= budget
         return fits and (fallback is not None or self.early_stop)
 
     def apply(self, view: View, context: CompactionContext) -> bool:
@@ -163,21 +164,23 @@ class Budgeted(BaseStrategy):
     ) -> Iterator[tuple[StrategyLike, CompactionContext, str | None]]:
         """Each stage to run now, with its context and why it is a fallback (lazily: a
         stage is skipped once the budget holds); at the end, the budget check."""
-        if view.total_tokens <= self.token_budget:
+        budget = context.overrides.budget(self.token_budget)
+        if view.total_tokens <= budget:
             return
         context.note(detail=COMPOSITE)
-        chain, held = self._contexts(context)
-        for s, fallback in self._stages():
-            if not self._skip(view, fallback):
+        chain, held = self._contexts(context, budget)
+        for s, fallback in self._stages(budget, self.preserved(context)):
+            if not self._skip(view, budget, fallback):
                 yield s, (chain if fallback is None else held), fallback
-        self._finish(view, context)
+        self._finish(view, context, budget)
 
-    def _finish(self, view: View, context: CompactionContext) -> None:
-        if view.total_tokens <= self.token_budget:
+    def _finish(self, view: View, context: CompactionContext, budget: int) -> None:
+        if view.total_tokens <= budget:
             return
         breakdown = core_breakdown(view)
-        if self.strict:
-            raise BudgetImpossible(self.token_budget, view.total_tokens, breakdown)
+        strict = self.strict if context.overrides.strict is None else context.overrides.strict
+        if strict:
+            raise BudgetImpossible(budget, view.total_tokens, breakdown)
         context.note(fallback=f"budget impossible: the protected core needs {view.total_tokens}")
 
     def __repr__(self) -> str:
@@ -238,19 +241,20 @@ class ClampToBudget(BaseStrategy):
         check_count("token_budget", token_budget)
         check_count("floor", floor, minimum=16)
         check_count("newest", newest)
-        self.token_budget = token_budget
+        self.token_budget: int = token_budget
         self.floor = floor
         self.newest = newest
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        if view.total_tokens <= self.token_budget:
+        budget = context.overrides.budget(self.token_budget)
+        if view.total_tokens <= budget:
             return False
         index = view.index
         first = max(0, index.group_count - max(1, self.newest))
         groups = [g for g in range(first, index.group_count) if _clampable(view, g)]
         count = index.tokenizer.count_message
         sizes = [count(m) for g in groups for m in view.rendered(g) if _big_text(m)]
-        level = _water_level(sizes, self.token_budget, view.total_tokens)
+        level = _water_level(sizes, budget, view.total_tokens)
         if level is None or level < self.floor:
             return False
         # head and tail fill the level (ClampOversized's defaults leave 15% of it unused)

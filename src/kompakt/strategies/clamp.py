@@ -80,7 +80,7 @@ class ClampOversized(BaseStrategy):
         replaced = 0
         cap = view.index.last_user_group
         groups = view.candidates(
-            self.min_preserved,
+            self.preserved(context),
             originals_only=False,
             start=walk.start,
             revisit=walk.revisit,
@@ -97,11 +97,13 @@ class ClampOversized(BaseStrategy):
                 continue
             if group.open_calls:  # more results may come: look again next time
                 cap = g if cap is None else min(cap, g)
-            if view.is_original(g) and (
-                group.tokens <= self.max_message_tokens
-                or all(tokens[p] <= self.max_message_tokens for p in range(group.start, group.end))
-            ):
-                continue
+            if view.is_original(g):
+                if group.tokens <= self.max_message_tokens or all(
+                    tokens[p] <= self.max_message_tokens for p in range(group.start, group.end)
+                ):
+                    continue
+            elif view.group_tokens(g) <= self.max_message_tokens:
+                continue  # no message of what it sends can be over (a superseded read, a note)
             current = tuple(view.rendered(g))
             # in a batch still waiting for results, only the results that arrived
             new = tuple(

@@ -102,8 +102,8 @@ class CollapseToolResults(BaseStrategy):
         replaced = 0
         groups = old_tool_groups(
             view,
-            self.keep_last_groups,
-            self.min_preserved,
+            context.overrides.kept(self.keep_last_groups),
+            self.preserved(context),
             self.exclude_tools,
             only_tool_groups=self.only_tool_groups,
             start=walk.start,
@@ -218,8 +218,11 @@ def _fit(said: str, items: list[Item], max_chars: int) -> str:
 def _items(items: list[Item], limit: int, *, attr_limit: int) -> str:
     out = []
     for attrs, gist in items:
-        short = {k: abbreviate(v, attr_limit) if v else v for k, v in attrs.items()}
-        quoted = abbreviate(gist, limit) if limit else ELLIPSIS
+        short = {
+            k: abbreviate(v, attr_limit) if v and len(v) > attr_limit else v
+            for k, v in attrs.items()
+        }
+        quoted = (gist if len(gist) <= limit else abbreviate(gist, limit)) if limit else ELLIPSIS
         out.append(f"\n<tool_output {attributes(short)}>{escape(quoted)}</tool_output>")
     return "".join(out)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items
-from kompakt.strategies._summarizer import SummarizingStrategy, ceiling, rendered_tokens
+from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.fit import ceiling
+from kompakt.strategies.span import rendered_tokens
 from kompakt.view import View
 
 __all__ = ["SECTIONS", "ExtractiveDigest", "build_note", "clamp_tokens", "digest", "digest_items"]
@@ -71,7 +73,7 @@ class ExtractiveDigest(SummarizingStrategy):
         self.note_share = note_share
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view, keep_last_groups=self.tail_groups(view, context))
+        span = self.select_span(view, context, keep_last_groups=self.tail_groups(view, context))
         if not span.messages:
             return False
         return self.finish(view, context, span, None)
@@ -81,7 +83,7 @@ class ExtractiveDigest(SummarizingStrategy):
         budget; with one, as many as fit in the share the note leaves (at least that)."""
         cap = ceiling(context)
         if cap is None or self.note_share is None:
-            return self.keep_last_groups
+            return self.kept(context)
         room = cap * (1 - self.note_share)
         kept = used = 0
         for g in range(view.index.group_count - 1, -1, -1):
@@ -91,7 +93,7 @@ class ExtractiveDigest(SummarizingStrategy):
             if used > room:
                 break
             kept += 1
-        return max(self.keep_last_groups, kept)
+        return max(self.kept(context), kept)
 
     def summarizer_for(self, context: CompactionContext) -> None:
         return None  # the digest never asks a model, whatever the compaction's summarizer

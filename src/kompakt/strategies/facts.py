@@ -44,19 +44,18 @@ from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
-from kompakt.models.base import ChatModel, describe_error, run_sync
+from kompakt.models.base import ChatModel, describe_error, positive_int, run_sync
 from kompakt.models.registry import as_model
-from kompakt.strategies._summarizer import (
+from kompakt.strategies._summarizer import SummarizingStrategy, note_fallback
+from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.prompt import (
     Rejected,
-    SummarizingStrategy,
+    bounded_chunks,
     fence,
-    note_fallback,
-    positive_int,
     render_transcript,
-    rendered_tokens,
     strip_header,
 )
-from kompakt.strategies.base import CompactionContext
+from kompakt.strategies.span import rendered_tokens
 from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import TriggerLike
@@ -290,7 +289,7 @@ class FactRetrieval(SummarizingStrategy):
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         state = self._state(view)
-        span = self.select_span(view)
+        span = self.select_span(view, context)
         new = [m for m in span.messages if not (set(m.covers) or {m.id}) <= state.seen]
         for prev in span.previous:  # another strategy's summary is data too
             new.insert(0, prev.evolve(content=strip_header(prev.text), synthetic=None))
@@ -298,7 +297,7 @@ class FactRetrieval(SummarizingStrategy):
             return False
         model = self.model_for(context)
         tok = view.index.tokenizer
-        chunks = self.bounded_chunks(new, tok, 0)
+        chunks = bounded_chunks(new, tok, self.max_input_tokens)
         jobs = [
             self._ask(model, context, c, chunk, state)
             if model is not None

@@ -44,7 +44,7 @@ class KeepFirstAndLast(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         first = view.index.first_user_group
-        boundary = nth_newest_live_group(view, self.keep_last_groups)
+        boundary = nth_newest_live_group(view, context.overrides.kept(self.keep_last_groups))
         changed = False
         for g in view.candidates(0, originals_only=False):
             if g >= boundary or should_stop(self, view, context):

@@ -71,8 +71,8 @@ class RemoveToolCalls(BaseStrategy):
         changed = False
         groups = old_tool_groups(
             view,
-            self.keep_last_groups,
-            self.min_preserved,
+            context.overrides.kept(self.keep_last_groups),
+            self.preserved(context),
             self.exclude_tools,
             only_tool_groups=self.only_tool_groups,
         )

@@ -34,15 +34,12 @@ from typing import Literal, TypedDict, Unpack
 
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
-from kompakt.models.base import ChatModel
-from kompakt.strategies._summarizer import (
-    DEFAULT_TEMPLATE,
-    Span,
-    SummarizingStrategy,
-    positive_int,
-    previous_of,
-)
+from kompakt.models.base import ChatModel, positive_int
+from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
+from kompakt.strategies.prompt import DEFAULT_TEMPLATE
+from kompakt.strategies.span import Span, originals, previous_of, span_of
+from kompakt.summarizers import Summarizer
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -73,7 +70,7 @@ class _ModelStrategy(SummarizingStrategy):
         if self.rolling:
             previous, inputs = self.previous_text(span), span.messages
         else:  # Koog's behaviour: re-read every original the summary stands for
-            previous, inputs = "", self.originals(view, span)
+            previous, inputs = "", originals(view, span)
         if fit is None or self.uses_digest(context):  # dropped, or the digest's own size
             return self.finish(view, context, span, None, source=None if self.rolling else inputs)
         tok = view.index.tokenizer
@@ -123,7 +120,7 @@ class Summarize(_ModelStrategy):
         self,
         *,
         keep_last_groups: int = 4,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         prompt: str | None = None,
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
@@ -143,7 +140,7 @@ class Summarize(_ModelStrategy):
         self.mode = mode
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view)
+        span = self.select_span(view, context)
         if not span.messages:
             return False
         return await self.summarize_span(view, context, span, merge=self.mode == "replace")
@@ -168,7 +165,7 @@ class WholeHistory(_ModelStrategy):
     @renamed_options(keep_last="keep_last_groups", max_summary_tokens="max_note_tokens")
     def __init__(
         self,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         *,
         keep_last_groups: int = DEFAULT_MIN_PRESERVED,
         keep_first_user: bool = True,
@@ -189,10 +186,9 @@ class WholeHistory(_ModelStrategy):
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         first = view.index.first_user_group if self.keep_first_user else None
-        groups = [
-            g for g in view.candidates(self.keep_last_groups, originals_only=False) if g != first
-        ]
-        span = self.span_of(view, groups)
+        candidates = view.candidates(self.kept(context), originals_only=False)
+        groups = [g for g in candidates if g != first]
+        span = span_of(view, groups)
         if not span.messages:
             return False
         return await self.summarize_span(view, context, span, merge=True)
@@ -224,7 +220,7 @@ class FromLastN(_ModelStrategy):
         self,
         last_messages: int = 10,
         *,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         keep_last_groups: int = DEFAULT_MIN_PRESERVED,
         prompt: str | None = None,
         template: str | None = None,
@@ -241,8 +237,8 @@ class FromLastN(_ModelStrategy):
         self.last_messages = last_messages
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        groups = list(view.candidates(self.keep_last_groups, originals_only=False))
-        whole = self.span_of(view, groups)
+        groups = list(view.candidates(self.kept(context), originals_only=False))
+        whole = span_of(view, groups)
         if not whole.groups:
             return False
         tail: list[int] = []
@@ -254,7 +250,7 @@ class FromLastN(_ModelStrategy):
             tail.insert(0, g)
             count += size
         older = [g for g in whole.all_groups if g < tail[0]]
-        tail_span = self.span_of(view, tail)
+        tail_span = span_of(view, tail)
         for g in older:
             view.drop(g)
         context.note(groups_dropped=len([g for g in whole.groups if g < tail[0]]))
@@ -285,7 +281,7 @@ class Chunked(_ModelStrategy):
         self,
         chunk_size: int = 10,
         *,
-        summarizer: ChatModel | str | None = None,
+        summarizer: ChatModel | Summarizer | str | None = None,
         keep_last_groups: int = 4,
         max_concurrency: int = 8,
         prompt: str | None = None,
@@ -305,11 +301,11 @@ class Chunked(_ModelStrategy):
         self.chunk_size = chunk_size
         self.max_concurrency = max_concurrency
 
-    def chunks(self, view: View) -> list[list[int]]:
+    def chunks(self, view: View, keep: int) -> list[list[int]]:
         """Runs of adjacent original groups, cut every `chunk_size` groups."""
         out: list[list[int]] = []
         last = -2
-        for g in self.span_of(view, list(view.candidates(self.keep_last_groups))).groups:
+        for g in span_of(view, list(view.candidates(keep))).groups:
             between = range(last + 1, g)
             adjacent = last >= 0 and all(view.is_dropped(i) for i in between)
             if out and adjacent and len(out[-1]) < self.chunk_size:
@@ -320,10 +316,10 @@ class Chunked(_ModelStrategy):
         return out
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        chunks = self.chunks(view)
+        chunks = self.chunks(view, self.kept(context))
         if not chunks:
             return False
-        spans = [self.span_of(view, c) for c in chunks]
+        spans = [span_of(view, c) for c in chunks]
         total = sum(s.tokens for s in spans)
         room = self.room(view, context, total)
         limit = min(self.max_note_tokens, room // len(spans)) if room > 0 else 0

@@ -10,10 +10,11 @@ from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.messages import Message, ToolCall
 from kompakt.strategies._common import (
+    Stop,
     check_count,
     optional_trigger,
+    rendered_tokens,
     short_args,
-    should_stop,
     tool_name_set,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
@@ -81,11 +82,12 @@ class SupersedeReads(BaseStrategy):
     def apply(self, view: View, context: CompactionContext) -> bool:
         seen = self._seen(view)
         count = view.index.tokenizer.count_message
-        changed = False
+        stop = Stop(self, view, context)
+        replaced = 0
         for g in sorted(seen.stale):
-            if should_stop(self, view, context):
+            if stop():
                 break
-            if view.protected(g, self.min_preserved):
+            if view.protected(g, self.preserved(context)):
                 continue  # protected for now: asked again next time
             entry = seen.stale.pop(g)
             if not view.is_original(g):  # results collapsed, summarized or dropped since
@@ -98,10 +100,12 @@ class SupersedeReads(BaseStrategy):
                 continue
             current = view.rendered(g)
             new: list[Message] = []
+            tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
             for m in current:
                 call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
                 if call is None or m.synthetic not in (None, "clamped"):
                     new.append(m)
+                    tokens += count(m)
                     continue
                 note = m.evolve(
                     content=f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
@@ -110,13 +114,18 @@ class SupersedeReads(BaseStrategy):
                     covers=m.covers if m.synthetic else (m.id,),
                     extra={},
                 )
-                new.append(note if count(note) < count(m) else m)
+                cost, was = count(note), count(m)
+                new.append(note if cost < was else m)
+                tokens += min(cost, was)
             if any(a is not b for a, b in zip(new, current, strict=True)):
-                view.replace(g, new)
-                context.note(groups_replaced=1)
-                changed = True
+                before = rendered_tokens(view, g)
+                view.replace(g, new, tokens=tokens)
+                stop.removed(before - tokens)
+                replaced += 1
         view.settle(self._walk_key(), seen.position)  # its own edits need no new reading
-        return changed
+        if replaced:
+            context.note(groups_replaced=replaced)
+        return replaced > 0
 
     def _walk_key(self) -> Hashable:
         return ("SupersedeReads", self.key, self.include_tools, self.exclude_tools)

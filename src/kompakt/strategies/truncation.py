@@ -62,14 +62,22 @@ class Truncation(BaseStrategy):
         summaries: list[int] = []
         dropped = 0
         stopped = False
-        for g in view.candidates(self.min_preserved, originals_only=False):
+        groups = view.index.groups
+        for g in view.candidates(self.preserved(context), originals_only=False):
             if stop():
                 stopped = True
                 break
-            if holds_summary(view, g):
+            if view.is_original(g):  # the common case, read without a call per question
+                group = groups[g]
+                if group.kind == "summary":
+                    summaries.append(g)
+                    continue
+                stop.removed(group.tokens)
+            elif holds_summary(view, g):
                 summaries.append(g)
                 continue
-            stop.removed(rendered_tokens(view, g))
+            else:
+                stop.removed(rendered_tokens(view, g))
             view.drop(g)
             dropped += 1
         if not stopped and self.drop_summaries:

@@ -69,7 +69,7 @@ class SlidingWindow(BaseStrategy):
             return False
         changed = False
         turn = -1
-        for g in view.candidates(self.min_preserved, originals_only=False):
+        for g in view.candidates(self.preserved(context), originals_only=False):
             group = view.index.groups[g]
             if group.turn > last_dropped_turn:
                 break
@@ -85,7 +85,7 @@ class SlidingWindow(BaseStrategy):
     def _by_groups(self, view: View, context: CompactionContext, keep: int) -> bool:
         boundary = nth_newest_live_group(view, keep)
         changed = False
-        for g in view.candidates(self.min_preserved, originals_only=False):
+        for g in view.candidates(self.preserved(context), originals_only=False):
             if g >= boundary or should_stop(self, view, context):
                 break
             view.drop(g)
