@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
-from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items
+from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items, rolled_note
 from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import CompactionContext
 from kompakt.strategies.fit import ceiling
-from kompakt.strategies.span import rendered_tokens
+from kompakt.strategies.span import Span, later_than, previous_of, rendered_tokens
 from kompakt.view import View
 
 __all__ = ["SECTIONS", "ExtractiveDigest", "build_note", "clamp_tokens", "digest", "digest_items"]
@@ -28,7 +28,8 @@ class ExtractiveDigest(SummarizingStrategy):
     Under a budget (inside `Budgeted`, or with a `TokensBelow` target) the note and
     the recent tail share it: the note may grow to `note_share` of the budget, and
     the tail keeps as many of the newest groups as fit in the rest (at least
-    `keep_last_groups`). Without a budget, the newest `keep_last_groups` groups stay and
+    `keep_last_groups`), and what the note leaves of its share when it needs less.
+    Without a budget, the newest `keep_last_groups` groups stay and
     the note is at most `max_note_tokens`.
 
     Args:
@@ -73,18 +74,41 @@ class ExtractiveDigest(SummarizingStrategy):
         self.note_share = note_share
 
     def apply(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view, context, keep_last_groups=self.tail_groups(view, context))
+        tail = self.tail_groups(view, context)
+        span = self.select_span(view, context, keep_last_groups=tail)
         if not span.messages:
             return False
+        spare = self.spare(view, context, span)
+        if spare:  # the note needs less than its share: the tail keeps the rest verbatim
+            wider = self.tail_groups(view, context, extra=spare)
+            if wider > tail:
+                span = self.select_span(view, context, keep_last_groups=wider)
+                if not span.messages:
+                    return False
         return self.finish(view, context, span, None)
 
-    def tail_groups(self, view: View, context: CompactionContext) -> int:
+    def spare(self, view: View, context: CompactionContext, span: Span) -> int:
+        """What of the note's share of a budget its digest leaves unused (0 without a
+        budget, or when that is under a tenth of the budget: not worth a second pass)."""
+        cap = ceiling(context)
+        fit = self.note_limit(view, context, span) if cap is not None else None
+        if fit is None or cap is None or self.note_share is None:
+            return 0
+        tok = view.index.tokenizer
+        note = rolled_note(
+            span.read, previous_of(span), fit.limit, tokenizer=tok, later=later_than(view, span)
+        )
+        unused = fit.limit - tok.count_text(note.text)
+        return unused if unused > cap // 10 else 0
+
+    def tail_groups(self, view: View, context: CompactionContext, *, extra: int = 0) -> int:
         """How many of the newest groups stay as they are: `keep_last_groups` without a
-        budget; with one, as many as fit in the share the note leaves (at least that)."""
+        budget; with one, as many as fit in the share the note leaves (at least that),
+        and `extra` tokens more."""
         cap = ceiling(context)
         if cap is None or self.note_share is None:
             return self.kept(context)
-        room = cap * (1 - self.note_share)
+        room = cap * (1 - self.note_share) + extra
         kept = used = 0
         for g in range(view.index.group_count - 1, -1, -1):
             if view.is_dropped(g):
