@@ -28,7 +28,7 @@ from kompakt.models.base import (
 )
 from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.registry import as_model, default_summarizer
-from kompakt.notes import rolled_note, split_ledger, standing_instructions, with_ledger
+from kompakt.notes import Note, rolled_note, split_ledger, standing_instructions, with_ledger
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.fit import (
     MIN_NOTE_TOKENS,
@@ -373,13 +373,15 @@ class SummarizingStrategy(BaseStrategy):
         text: str | None,
         *,
         source: Sequence[Message] | None = None,
+        written: tuple[int, Note] | None = None,
     ) -> bool:
         """Place a note for the span that fits under the budget (or target).
 
         `text` is a model's summary (trimmed at a line boundary when too long); None
         means the extractive digest of `source` (default: the span and its earlier
-        summaries), re-run at a smaller limit when the room shrinks. When not even a
-        minimal note fits, the span is dropped and an earlier summary kept.
+        summaries), re-run at a smaller limit when the room shrinks. `written` is that
+        digest already written at a limit, ``(limit, note)``: not written again. When
+        not even a minimal note fits, the span is dropped and an earlier summary kept.
         """
         fit = self.note_limit(view, context, span)
         if fit is None:
@@ -395,7 +397,11 @@ class SummarizingStrategy(BaseStrategy):
             )
         limit, placed = fit.limit, False
         for _ in range(3):  # the room is exact but for the tokenizer's joins: re-check
-            fitted = self.fit_text(context, text, digest_input, limit)
+            if written is not None and written[0] == limit and text is None:
+                fitted = written[1].text
+                _note_dropped(context, written[1])
+            else:
+                fitted = self.fit_text(context, text, digest_input, limit)
             if self.place(view, context, span.all_groups, fitted) is None:
                 break  # not smaller than the span, or than the note placed before
             placed = True
@@ -480,12 +486,17 @@ def _digest_of(
 ) -> str:
     """The digest note; what the ledger could not keep is said on the running step."""
     note = rolled_note(messages, previous, limit, tokenizer=tok, later=later)
-    if note.instructions_dropped and context is not None:
+    if context is not None:
+        _note_dropped(context, note)
+    return note.text
+
+
+def _note_dropped(context: CompactionContext, note: Note) -> None:
+    if note.instructions_dropped:
         context.note(
             detail=f"{note.instructions_dropped} oldest standing instruction(s) left out: "
             "the ledger passed its share of the note"
         )
-    return note.text
 
 
 __all__ = [

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
-from kompakt.notes import SECTIONS, build_note, clamp_tokens, digest, digest_items, rolled_note
+from kompakt.notes import (
+    SECTIONS,
+    Note,
+    build_note,
+    clamp_tokens,
+    digest,
+    digest_items,
+    rolled_note,
+)
 from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import CompactionContext
 from kompakt.strategies.fit import ceiling
@@ -78,28 +86,39 @@ class ExtractiveDigest(SummarizingStrategy):
         span = self.select_span(view, context, keep_last_groups=tail)
         if not span.messages:
             return False
-        spare = self.spare(view, context, span)
-        if spare:  # the note needs less than its share: the tail keeps the rest verbatim
-            wider = self.tail_groups(view, context, extra=spare)
+        written = self.first_note(view, context, span)
+        if written is not None:
+            limit, note = written
+            unused = limit - view.index.tokenizer.count_text(note.text)
+            cap = ceiling(context) or 0
+            # the note needs less than its share: the tail keeps the rest verbatim (a
+            # second, shorter digest; under a tenth of the budget it is not worth one)
+            wider = self.tail_groups(view, context, extra=unused) if unused > cap // 10 else tail
             if wider > tail:
                 span = self.select_span(view, context, keep_last_groups=wider)
                 if not span.messages:
                     return False
-        return self.finish(view, context, span, None)
+                written = None
+        return self.finish(view, context, span, None, written=written)
 
-    def spare(self, view: View, context: CompactionContext, span: Span) -> int:
-        """What of the note's share of a budget its digest leaves unused (0 without a
-        budget, or when that is under a tenth of the budget: not worth a second pass)."""
-        cap = ceiling(context)
-        fit = self.note_limit(view, context, span) if cap is not None else None
-        if fit is None or cap is None or self.note_share is None:
-            return 0
-        tok = view.index.tokenizer
+    def first_note(
+        self, view: View, context: CompactionContext, span: Span
+    ) -> tuple[int, Note] | None:
+        """Under a budget shared with the tail, the span's note at the limit `finish`
+        starts from, ``(limit, note)``: what it leaves unused goes to the tail."""
+        if ceiling(context) is None or self.note_share is None:
+            return None
+        fit = self.note_limit(view, context, span)
+        if fit is None:
+            return None
         note = rolled_note(
-            span.read, previous_of(span), fit.limit, tokenizer=tok, later=later_than(view, span)
+            span.read,
+            previous_of(span),
+            fit.limit,
+            tokenizer=view.index.tokenizer,
+            later=later_than(view, span),
         )
-        unused = fit.limit - tok.count_text(note.text)
-        return unused if unused > cap // 10 else 0
+        return fit.limit, note
 
     def tail_groups(self, view: View, context: CompactionContext, *, extra: int = 0) -> int:
         """How many of the newest groups stay as they are: `keep_last_groups` without a
