@@ -238,3 +238,19 @@ def test_strategy_names_are_the_registry_names_in_any_spelling() -> None:
         make_strategy("nope", 1000)
     with pytest.raises(ConfigError, match="--model"):
         make_strategy("summarize", 1000)
+
+
+def test_an_old_value_counts_as_stale_only_when_nothing_newer_follows_it(
+    run: list[Message],
+) -> None:
+    from kompakt.eval.replay import _shown_as_current
+
+    assert _shown_as_current("KP-OLD", "KP-NEW", "now KP-NEW ... KP-OLD")
+    assert _shown_as_current("KP-OLD", "KP-NEW", "only KP-OLD")
+    assert not _shown_as_current("KP-OLD", "KP-NEW", "was KP-OLD, then KP-NEW")
+    assert not _shown_as_current("KP-OLD", "KP-NEW", "only KP-NEW")
+    # the whole run, uncompacted: each old value is followed by its update
+    result = evaluate([("r", run)], ["truncation"], parse_budgets("1.0"), make_compactor)
+    (cell,) = result.cells
+    assert cell.stale() == (0, 2)
+    assert result.row("truncation", "100%").stale == 0
