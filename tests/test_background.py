@@ -123,8 +123,12 @@ def test_a_stale_prepared_summary_is_never_used() -> None:
 
     async def main() -> tuple[Agent, ScriptedModel, ScriptedModel]:
         summ = summarizer()
-        model = ScriptedModel(loop(3, "first done") + loop(3, "second done")[:3] + ["second done"])
-        agent = Agent(model, tools=[read_log], compactor=compactor(summ), prepare_at=1200)
+        flat = CharEstimator(chars_per_token=4)  # the sizes assume four characters a token
+        script = loop(3, "first done") + loop(3, "second done")[:3] + ["second done"]
+        model = ScriptedModel(script, tokenizer=flat)  # the usage it reports counts too
+        agent = Agent(
+            model, tools=[read_log], compactor=compactor(summ), prepare_at=1200, tokenizer=flat
+        )
         await agent.run("first")  # passes prepare_at: a summary is prepared
         assert agent.background is not None and agent.background.pending
         await asyncio.sleep(SUMMARY_SECONDS + 0.1)

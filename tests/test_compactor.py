@@ -52,8 +52,12 @@ def turn(i: int, size: int = 2_000) -> list[Message]:
     ]
 
 
+FLAT = CharEstimator(chars_per_token=4)
+"""The thresholds here are sized for four characters a token (text of repeated letters)."""
+
+
 def history(turns: int, size: int = 2_000) -> MessageIndex:
-    idx = MessageIndex([Message.system("sys")], tokenizer=CharEstimator())
+    idx = MessageIndex([Message.system("sys")], tokenizer=FLAT)
     for i in range(turns):
         idx.extend(turn(i, size))
     return idx
@@ -306,7 +310,9 @@ def test_messages_in_messages_out_and_processor() -> None:
 def test_async_apply_compaction() -> None:
     dicts = openai_dicts()
     out = asyncio.run(
-        apply_compaction_async(dicts, strategy=Budgeted(1_500, strategies=[AsyncDrop()]))
+        apply_compaction_async(
+            dicts, strategy=Budgeted(1_500, strategies=[AsyncDrop()]), tokenizer=FLAT
+        )
     )
     assert out == [dicts[0], *dicts[-6:]]  # the system prompt and the two newest turns
 

@@ -114,7 +114,8 @@ def test_a_background_preparation_keeps_what_a_compaction_at_the_trigger_keeps()
     async def main() -> list[list[int]]:
         compactor = Compactor(TokensExceed(1_200), strategy=strategy, target=TokensBelow(900))
         background = BackgroundCompaction(compactor, prepare_at=800)
-        index = MessageIndex(users(1))
+        flat = CharEstimator(chars_per_token=4)  # the sizes assume four characters a token
+        index = MessageIndex(users(1), tokenizer=flat)
         kept = []
         for i in range(1, 25):
             view, event = await background.checkpoint(index)

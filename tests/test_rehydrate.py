@@ -222,12 +222,14 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
         )
         for i in range(6)
     ] + ["done"]
-    model = ScriptedModel(script)
+    flat = kompakt.CharEstimator(chars_per_token=4)  # sizes for four characters a token
+    model = ScriptedModel(script, tokenizer=flat)  # the usage it reports is calibrated to
     compactor = Compactor(
         trigger=TokensExceed(1_500),
         strategy=Truncation(min_preserved=2),
         target=TokensBelow(900),
         rehydrate=Rehydrate(files=1, max_file_tokens=200),
+        tokenizer=flat,
     )
     agent = Agent(model, tools=[read_file], compactor=compactor, recall=False)
     result = agent.run_sync("read the modules")
@@ -272,15 +274,17 @@ def test_a_view_rebuilt_from_the_store_keeps_one_rehydrated_message() -> None:
         ]
         return [*calls[:3], "first done", *calls[3:], "second done"]
 
+    flat = kompakt.CharEstimator(chars_per_token=4)  # sizes for four characters a token
     compactor = Compactor(
         trigger=TokensExceed(2_000),
         strategy=ExtractiveDigest(keep_last_groups=1),
         target=TokensBelow(1_500),
         rehydrate=Rehydrate(files=2, max_file_tokens=150),
+        tokenizer=flat,
     )
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "agent.db"
-        model = ScriptedModel(script())
+        model = ScriptedModel(script(), tokenizer=flat)  # the usage it reports counts
         with SQLiteStore(db) as store:
             first = Agent(
                 model,

@@ -172,7 +172,7 @@ async def test_span_sent_to_the_summarizer_is_bounded() -> None:
     assert model.calls >= 2  # chunked
     assert all(r.input_tokens <= 2_300 for r in model.requests)
     assert step.model_input_tokens == model.input_tokens
-    assert "characters elided" in texts(model.requests[0])
+    assert any("characters elided" in texts(r) for r in model.requests)  # clamped on the way
 
 
 # -- Koog's strategies --------------------------------------------------------------------------

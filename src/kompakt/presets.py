@@ -274,7 +274,7 @@ def compact_once(
     >>> from kompakt.tokens import CharEstimator
     >>> done = compact_once(msgs, tokenizer=CharEstimator(), budget=500, strategy="truncation")
     >>> len(done.messages), done.tokens <= 500, done.over_budget
-    (4, True, False)
+    (6, True, False)
     """
     from kompakt.compactor import Compactor
     from kompakt.triggers import TokensBelow, TokensExceed

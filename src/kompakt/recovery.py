@@ -205,7 +205,7 @@ def retry_impossible(
     >>> view = View(MessageIndex([Message.user("x" * 400)]))
     >>> err = retry_impossible(view, overflow=Overflow("openai", "...", limit=50, requested=100))
     >>> err.budget, err.required
-    (49, 104)
+    (36, 76)
     """
     budget = overflow.retry_budget(view.total_tokens, step=step)
     return BudgetImpossible(budget, view.total_tokens, core_breakdown(view))

@@ -120,7 +120,7 @@ class View:
         >>> from kompakt.index import MessageIndex
         >>> view = View(MessageIndex([Message.user("a" * 40), Message.assistant("b")]))
         >>> view.group_tokens(0)
-        14
+        12
         >>> view.replace(0, [Message.user("a")])
         >>> view.group_tokens(0)
         5

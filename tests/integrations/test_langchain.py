@@ -273,7 +273,7 @@ def test_a_system_prompt_rebuilt_per_call_is_not_a_new_history() -> None:
     node = hook.kompakt  # the hook behind the runnable
     history: list[BaseMessage] = [HumanMessage("go", id="h")]
     indexes = []
-    for step in range(8):
+    for step in range(12):
         call = {"name": "read_file", "args": {}, "id": f"c{step}", "type": "tool_call"}
         history += [
             AIMessage("", tool_calls=[call], id=f"a{step}"),

@@ -189,10 +189,12 @@ async def test_history_processor_with_process_history() -> None:
 def test_test_model_agent_with_compaction() -> None:
     """Pydantic AI's TestModel calls every tool once, then answers: a short run stays valid."""
     model = TestModel()
-    tiny = Compactor(trigger=TokensExceed(300), strategy=Budgeted(250))
-    agent = _agent(model, capabilities=[KompaktCapability(tiny)])
+    tiny = Compactor(trigger=TokensExceed(400), strategy=Budgeted(300))
+    capability = KompaktCapability(tiny)
+    agent = _agent(model, capabilities=[capability])
     result = agent.run_sync("Read a file. " + "Context. " * 30)
     assert "read_file" in result.output
+    assert len(capability.events) == 1  # the tool's long result was clamped once
     assert_valid_history(from_pydantic_ai(result.all_messages()))
 
 
@@ -215,7 +217,7 @@ async def test_concurrent_runs_of_one_agent_do_not_mix() -> None:
             assert users == [f"Conversation {k}: read f1..f12."]
             # a note of this conversation's own past, never of the other's
             assert not any(f"Conversation {1 - k}" in m.text for m in said)
-    assert len(capability.events) >= 6
+    assert len(capability.events) >= 4  # both conversations compacted, more than once
 
 
 async def test_a_summarizing_strategy_runs_inside_the_agent() -> None:

@@ -248,7 +248,7 @@ class BackgroundCompaction:
     ...                           target=TokensBelow(400))
     ...     background = BackgroundCompaction(compactor, prepare_at=400)
     ...     index, reasons = MessageIndex([Message.user("task")]), []
-    ...     for i in range(20):
+    ...     for i in range(25):
     ...         view, event = await background.checkpoint(index)   # before each model call
     ...         if event is not None:
     ...             reasons.append(event.reason)

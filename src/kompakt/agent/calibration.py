@@ -12,7 +12,7 @@ so an estimating tokenizer cannot drift from what the provider bills.
 >>> from kompakt.view import View
 >>> view = View(MessageIndex([Message.user("x" * 400)]))
 >>> view.total_tokens, Calibrated(view, 300).total_tokens
-(104, 404)
+(76, 376)
 >>> TokensExceed(200)(view), Shifted(TokensExceed(200), 300)(view)
 (False, True)
 """

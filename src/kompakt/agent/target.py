@@ -21,8 +21,8 @@ at all, `explain_shortfall` says so in one line naming the option.
 >>> [m.synthetic for m in view.render()], view.total_tokens <= 600, step.groups_replaced
 (['summary', None, None], True, 4)
 >>> print(explain_shortfall(view, keep=2, option="keep_last_groups", target=TokensBelow(300)))
-target TokensBelow(limit=300) not reached (418 tokens after compaction): keep_last_groups=2 keeps \
-the newest 2 groups verbatim (320 tokens); lower keep_last_groups
+target TokensBelow(limit=300) not reached (333 tokens after compaction): keep_last_groups=2 keeps \
+the newest 2 groups verbatim (244 tokens); lower keep_last_groups
 """
 
 from __future__ import annotations
