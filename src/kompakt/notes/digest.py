@@ -921,6 +921,7 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         if item.section not in ("requests", "earlier"):
             item.text = clamp_tokens(item.text, cap, tok) or item.text[:8]
     _rank_command_heads(items)
+    _unique_values(items)
     _diminish(items, ("facts", "decisions", "errors", "quoted"), free=max(8, max_tokens // 60))
     ranked = sorted(items, key=lambda i: (-i.score, -i.order, i.text))
     firsts: list[_Item] = []
@@ -989,6 +990,21 @@ def _rank_command_heads(items: list[_Item]) -> None:
         members.sort(key=lambda i: (not _failed(i), -i.order, i.text))
         for rank, item in enumerate(members[1:], 1):
             item.score -= min(2.0, 0.5 * rank)
+
+
+def _unique_values(items: list[_Item]) -> None:
+    """What a tool printed that states a value said nowhere else in the span (an id, a
+    version, a number) is worth more: it is the one place to find it, where a command can
+    be run again and a listing read again. (A conversation's facts are ranked by their
+    salience, rarity included.)"""
+    stated = [(i, _values(i.text)) for i in items if i.section == "quoted"]
+    seen = Counter(v for i in items for v in _values(i.text))
+    for item, values in stated:
+        if any(seen[v] == 1 and len(v) >= 4 for v in values):
+            item.score += _UNIQUE_VALUE
+
+
+_UNIQUE_VALUE = 1.0
 
 
 def _diminish(items: list[_Item], sections: Sequence[str], free: int = 8) -> None:
