@@ -997,10 +997,12 @@ def _unique_values(items: list[_Item]) -> None:
     version, a number) is worth more: it is the one place to find it, where a command can
     be run again and a listing read again. (A conversation's facts are ranked by their
     salience, rarity included.)"""
-    stated = [(i, _values(i.text)) for i in items if i.section == "quoted"]
-    seen = Counter(v for i in items for v in _values(i.text))
-    for item, values in stated:
-        if any(seen[v] == 1 and len(v) >= 4 for v in values):
+    quoted = [i for i in items if i.section == "quoted"]
+    if not quoted:
+        return
+    said = "\0".join(i.text for i in items)  # one search of a string per value
+    for item in quoted:
+        if any(len(v) >= 4 and said.count(v) == 1 for v in _values(item.text)):
             item.score += _UNIQUE_VALUE
 
 
