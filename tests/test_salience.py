@@ -36,6 +36,9 @@ from kompakt.notes.units import split_sentences
         "以后回答请用中文。",
         "不要在回答里用表情符号。",
         "我更喜欢简短的回答。",
+        "You should always double-check the units.",
+        "I always want the cheapest option listed first.",
+        "For everything billing-related, copy my manager.",
     ],
 )
 def test_standing_instructions_are_recognised(text: str) -> None:
@@ -48,6 +51,10 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Can you do that for me?",  # a one-off question
         "Fix the login bug.",  # a one-off request
         "I don't know why it fails.",  # "don't" that is not an instruction
+        "I have never been so angry at a piece of paper.",  # what happened, not a rule
+        "It's always the same with the landlord.",
+        "She has a spreadsheet for everything.",
+        "Okay, don't jinx it, but I've got an interview next week.",  # an idiom
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

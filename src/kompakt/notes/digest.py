@@ -487,10 +487,7 @@ def _extract(
     noted = False  # a note written before opens the span
     said = False  # something besides notes and system messages came already
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
-    agentic = any(
-        m.tool_calls or m.role == "tool" or (m.role == "assistant" and _fenced_action(m.text))
-        for m in messages
-    )
+    agentic = _agent_run(messages)
     for pos, m in enumerate(messages):
         recency = pos / n
         if is_note(m, opening=not said):
@@ -504,7 +501,7 @@ def _extract(
             issued = _calls(c, m, recency, commands)
             if issued:
                 last_command = issued[-1]
-            elif action := _fenced_action(text):
+            elif agentic and (action := _fenced_action(text)):
                 last_command = _command(c, action, recency)
                 issued = [last_command]
             if issued or agentic:  # an agent's step: its reasoning, decisions and values
@@ -551,6 +548,20 @@ def _extract(
                 ex.asking = m.text
     _rank_units(ex)
     return ex
+
+
+def _agent_run(messages: Sequence[Message]) -> bool:
+    """An agent's run, whose steps are read as commands and their results: tool calls or
+    results, or a text agent's fenced action answered by what it printed. A chat about
+    code has fenced blocks too, but people answer them."""
+    after_action = False
+    for m in messages:
+        if m.tool_calls or m.role == "tool":
+            return True
+        if m.role == "user" and after_action and _OBSERVATION_RE.search(m.text):
+            return True
+        after_action = m.role == "assistant" and bool(_fenced_action(m.text))
+    return False
 
 
 def _a_request(text: str) -> bool:

@@ -53,10 +53,12 @@ def _wordset(words: str) -> frozenset[str]:
 
 _INSTRUCTION_EN = re.compile(
     r"\b(?:always|never|from now on|going forward|from here on|in (?:the )?future"
-    r"|for (?:anything|everything|all|any|every)\b(?! else)|in general|as a rule|by default"
+    r"|(?:^|[,;:]\s*)for (?:anything|everything|all|any|every)\b(?! else)|in general|as a rule"
+    r"|by default"
     r"|whenever (?:i|you)|every time (?:i|you)|each time (?:i|you)|any time (?:i|you)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
-    r"(?:do not|don't|dont) (?:ever )?\w+"
+    r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
+    r" started|tell anyone)\b)\w+"
     r"|please (?:always|never|make sure|"
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
@@ -276,7 +278,26 @@ def _instruction(t: _Text) -> bool:
         return bool(t.words & _INSTRUCTION_GATE) and bool(_STANDING_QUESTION.search(t.text))
     if t.cjk and _INSTRUCTION_ZH.search(t.text):
         return True
-    return bool(t.words & _INSTRUCTION_GATE) and bool(_INSTRUCTION_EN.search(t.text))
+    if not t.words & _INSTRUCTION_GATE:
+        return False
+    return any(not _narrated(t.text, m) for m in _INSTRUCTION_EN.finditer(t.text))
+
+
+def _narrated(text: str, cue: re.Match[str]) -> bool:
+    """An "always"/"never" that tells what someone did or does ("I have never been so
+    angry", "it's always the same"), not how the work is to be done."""
+    if cue.group().lower() not in ("always", "never"):
+        return False
+    before = _NARRATOR.search(text, 0, cue.end())
+    return before is not None and before.end() == cue.end() and not _WANTS.match(text, cue.end())
+
+
+_NARRATOR = re.compile(
+    r"\b(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m)| have| had| has"
+    r"| was| were| am| is| are)?\s+(?:never|always)$",
+    re.IGNORECASE,
+)
+_WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re.IGNORECASE)
 
 
 def _constraint(t: _Text) -> float:
