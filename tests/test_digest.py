@@ -304,3 +304,32 @@ def test_paths_are_found_in_the_words_that_can_hold_them(text: str) -> None:
     from kompakt.notes.digest import _PATH_RE, _find_paths
 
     assert _find_paths(text) == _PATH_RE.findall(text)
+
+
+def test_a_chat_about_code_is_not_read_as_an_agents_commands() -> None:
+    """Fenced code in a help chat is answered by a person, not by what it printed."""
+    chat = [
+        Message.user("How do I read a CSV file? We are on Python 3.9 and Postgres 13."),
+        Message.assistant(
+            "Use the csv module:\n```python\nimport csv\nrows = list(csv.reader(f))\n```"
+        ),
+        Message.user("Thanks! That works. Our deadline is 28 November, by the way."),
+        Message.assistant(
+            "Great. For big files:\n```python\nfor row in csv.reader(f):\n    ...\n```"
+        ),
+    ] * 3
+    note = digest(chat, max_tokens=300)
+    assert SECTIONS["commands"] not in note
+    assert "28 November" in note
+
+
+def test_a_text_agents_fenced_action_is_still_a_command() -> None:
+    run = [
+        Message.user("Fix the failing test in utils.py."),
+        Message.assistant("Let me look.\n```bash\ngrep -n parse utils.py\n```"),
+        Message.user("<returncode>0</returncode>\n<output>\n12:def parse(x):\n</output>"),
+        Message.assistant("Now run the tests.\n```bash\npytest -q tests/test_utils.py\n```"),
+        Message.user("<returncode>1</returncode>\n<output>\nFAILED tests/test_utils.py\n</output>"),
+    ]
+    note = digest(run, max_tokens=300)
+    assert "$ pytest -q tests/test_utils.py" in note
