@@ -37,6 +37,7 @@ from kompakt.notes.units import split_sentences
         "不要在回答里用表情符号。",
         "我更喜欢简短的回答。",
         "You should always double-check the units.",
+        "Please don’t use emojis with me.",  # a typographic apostrophe
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",
     ],
@@ -118,6 +119,27 @@ def test_an_update_supersedes_the_stale_value() -> None:
     assert superseded("We use Redis for caching.", "We dropped Redis last sprint.")
     assert not superseded("My cat is called Tom.", "The deadline moved to April 5.")
     assert not superseded("I live in Oslo.", "I love Oslo in winter.")  # no change said
+    assert superseded(
+        "We're thinking Porto in July.", "We switched the holiday to Lisbon from Porto."
+    )
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [  # a change said in passing shares a word with many statements, not their subject
+        (
+            "Second hand, from a guy in Drumcondra, 1,150 euro.",
+            "I bought fancy hand soap and now I feel like a proper adult.",
+        ),
+        (
+            "I signed up for the Cork half marathon, it's on the 8th of October.",
+            "Signed up to a gym in January, it's now basically a donation.",
+        ),
+        ("Did Ines love the cake on the 21st?", "Somebody brought brownies and now I love them."),
+    ],
+)
+def test_chat_in_passing_does_not_outdate_a_fact(older: str, newer: str) -> None:
+    assert not superseded(older, newer)
 
 
 def test_only_the_changed_clause_goes() -> None:

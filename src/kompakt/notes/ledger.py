@@ -124,7 +124,9 @@ class _Statement(NamedTuple):
 def _statement(text: str) -> _Statement:
     words = content_words(text)
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
-    stateful = bool(value_signal(text) or entity_signal(text))
+    # a question states nothing that could go stale
+    asked = text.rstrip().endswith(("?", "？"))
+    stateful = not asked and bool(value_signal(text) or entity_signal(text))
     return _Statement(subject, frozenset(words), bool(_UPDATE_CUE.search(text)), stateful)
 
 
@@ -150,7 +152,12 @@ def _same_subject(a: _Statement, b: _Statement) -> bool:
     shared = len(a.subject & b.subject)
     if shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject)):
         return True
-    return shared > 0 and b.cue
+    # a change said in passing ("it's now basically a donation") shares a word with many
+    # a statement: it names the older one's subject when it shares a fair part of it
+    return shared > 0 and b.cue and shared >= _CHANGED_SHARE * len(a.subject)
+
+
+_CHANGED_SHARE = 0.3
 
 
 def superseded(older: str, newer: str) -> bool:

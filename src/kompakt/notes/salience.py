@@ -173,7 +173,9 @@ _STOP = _wordset(
     theirs them themselves then there these they this those through to too under until up
     very was we were what when where which while who whom why will with would you your yours
     yourself yourselves i'm i've i'd i'll you're it's that's there's let's don't doesn't
-    didn't can't won't isn't aren't wasn't weren't get got like also one two really much many
+    didn't can't won't isn't aren't wasn't weren't we're we've we'd we'll you've you'd you'll
+    he's she's he'd she'd they're they've they'd they'll it'll what's who's here's haven't
+    hasn't hadn't couldn't wouldn't shouldn't get got like also one two really much many
     well even still may might must shall us okay ok yes yeah sure thanks thank please"""
 )
 # Cheap gates: a pattern is searched only when a word it needs is there.
@@ -239,7 +241,7 @@ class _Text:
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
     lower = text.lower()
-    words = _WORD.findall(lower)
+    words = _WORD.findall(lower.replace("’", "'"))  # one apostrophe: "we’re" is "we're"
     cjk = bool(_CJK.search(text))
     content: list[str] = []
     for w in words:
@@ -280,7 +282,8 @@ def _instruction(t: _Text) -> bool:
         return True
     if not t.words & _INSTRUCTION_GATE:
         return False
-    return any(not _narrated(t.text, m) for m in _INSTRUCTION_EN.finditer(t.text))
+    text = t.text.replace("’", "'")
+    return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
 
 
 def _narrated(text: str, cue: re.Match[str]) -> bool:
