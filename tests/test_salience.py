@@ -38,6 +38,10 @@ from kompakt.notes.units import split_sentences
         "我更喜欢简短的回答。",
         "You should always double-check the units.",
         "Please don’t use emojis with me.",  # a typographic apostrophe
+        "Y otra cosa, sin emojis por favor.",
+        "Aunque te escriba en español, respóndeme siempre en inglés, por favor.",
+        "Désormais, réponds en français.",
+        "Bitte antworte immer auf Deutsch.",
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",
     ],
@@ -56,6 +60,8 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "It's always the same with the landlord.",
         "She has a spreadsheet for everything.",
         "Okay, don't jinx it, but I've got an interview next week.",  # an idiom
+        "Siempre llueve en Bilbao en mayo.",  # what happens, not a rule
+        "Por favor, revisa el menú de mañana.",  # a one-off request
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -280,10 +280,49 @@ def _instruction(t: _Text) -> bool:
         return bool(t.words & _INSTRUCTION_GATE) and bool(_STANDING_QUESTION.search(t.text))
     if t.cjk and _INSTRUCTION_ZH.search(t.text):
         return True
+    if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
+        return True
     if not t.words & _INSTRUCTION_GATE:
         return False
     text = t.text.replace("’", "'")
     return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
+
+
+def _european_instruction(t: _Text) -> bool:
+    """Spanish, Portuguese, French, German and Italian: "from now on", a preference, or
+    "always"/"never"/"no"/"without" said with a "please"."""
+    words = t.words
+    if not words.isdisjoint(_FROM_NOW_ON) or _FROM_NOW_ON_PHRASE.search(t.text):
+        return True
+    if not words.isdisjoint(_PREFER):
+        return True
+    polite = not words.isdisjoint(_PLEASE) or _PLEASE_PHRASE.search(t.text) is not None
+    return polite and not words.isdisjoint(_ALWAYS_NEVER_NO)
+
+
+_FROM_NOW_ON = _wordset("désormais dorénavant künftig zukünftig fortan d'ora")
+_FROM_NOW_ON_PHRASE = re.compile(
+    r"\b(?:a partir de (?:ahora|agora|maintenant|hoy|hoje)|de ahora en adelante|en adelante"
+    r"|daqui (?:em|para) (?:diante|frente)|ab (?:jetzt|sofort|heute)|von nun an|d'ora in poi"
+    r"|da ora in (?:poi|avanti))\b",
+    re.IGNORECASE,
+)
+_PREFER = _wordset("prefiero preferimos prefiro preferimos préfère préférons bevorzuge preferisco")
+_PLEASE = _wordset("bitte porfa")
+_PLEASE_PHRASE = re.compile(
+    r"\bpor favor\b|\bs'il (?:te|vous) pla[iî]t\b|\bper favore\b|\bpor gentileza\b",
+    re.IGNORECASE,
+)
+_ALWAYS_NEVER_NO = _wordset(
+    """siempre nunca jamás jamas no sin sempre nunca não sem toujours jamais pas sans ne
+    immer nie niemals nicht kein keine keinen ohne mai non senza"""
+)
+_EUROPEAN_WORDS = (
+    _FROM_NOW_ON
+    | _PREFER
+    | _PLEASE
+    | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
+)
 
 
 def _narrated(text: str, cue: re.Match[str]) -> bool:
