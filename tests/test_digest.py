@@ -333,3 +333,33 @@ def test_a_text_agents_fenced_action_is_still_a_command() -> None:
     ]
     note = digest(run, max_tokens=300)
     assert "$ pytest -q tests/test_utils.py" in note
+
+
+def test_in_a_chat_between_two_people_either_side_s_facts_count() -> None:
+    """When the other side writes like the user (a chat between friends), what it says
+    about itself is kept like what the user says, not ranked as an assistant's reply."""
+    user_chat = [
+        "Long day at work, so many meetings.",
+        "I finally cleaned the kitchen, it took hours.",
+        "Watched a film last night, fell asleep halfway.",
+        "The weather is grim again, rain all week.",
+    ]
+    other_chat = [
+        "Ha, same here, work has been mad.",
+        "I made pancakes this morning, they were fine.",
+        "I went for a walk at lunch, it was nice.",
+        "Rain here too, I need a holiday.",
+    ]
+    facts = {
+        12: Message.user("Big news: I adopted a retired greyhound called Biscuit."),
+        27: Message.assistant("Ines turns six on the 21st of March, she wants a dinosaur cake."),
+        41: Message.assistant("Carla booked us a flat in Alfama for July, ten days in Lisbon."),
+        55: Message.user("I start at Brightwater Analytics on the 15th of May."),
+    }
+    chat: list[Message] = []
+    for k in range(70):
+        said = user_chat if k % 2 == 0 else other_chat
+        text = f"{said[(k // 2) % 4]} ({k})"
+        chat.append(facts.get(k) or (Message.user(text) if k % 2 == 0 else Message.assistant(text)))
+    note = digest(chat, max_tokens=180)
+    assert all(word in note for word in ("Biscuit", "21st of March", "Alfama", "Brightwater"))

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -468,6 +469,9 @@ class _Extraction:
     asking: str = ""
     """What the user asks now (their newest message after the span): what it is about
     is worth keeping."""
+    peers: bool = False
+    """Two people talking (the other side writes like the user, not like an assistant):
+    what either says about themselves weighs the same."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -488,6 +492,7 @@ def _extract(
     said = False  # something besides notes and system messages came already
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
     agentic = _agent_run(messages)
+    ex.peers = not agentic and _peers(messages)
     for pos, m in enumerate(messages):
         recency = pos / n
         if is_note(m, opening=not said):
@@ -564,6 +569,22 @@ def _agent_run(messages: Sequence[Message]) -> bool:
     return False
 
 
+def _peers(messages: Sequence[Message]) -> bool:
+    """Whether the other side writes like the user (about as long, message for message),
+    as in a chat between two people, not like an assistant, whose answers run several
+    times longer than what it is asked."""
+    said = [m for m in messages if not m.synthetic]
+    user = [len(m.text) for m in said if m.role == "user"]
+    other = [len(m.text) for m in said if m.role == "assistant"]
+    if len(user) < _PEER_MESSAGES or len(other) < _PEER_MESSAGES:
+        return False
+    return statistics.median(other) <= _PEER_LENGTH * statistics.median(user)
+
+
+_PEER_MESSAGES = 4
+_PEER_LENGTH = 2.0
+
+
 def _a_request(text: str) -> bool:
     """A user message worth keeping whole as the span's request: not filler, not a few
     words, not only standing instructions (those are the ledger's)."""
@@ -605,8 +626,9 @@ def _rank_units(ex: _Extraction) -> None:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault(u.position, []).append((u, _CONTEXT_ONLY))
             continue
+        source = "user" if ex.peers and u.source == "assistant" else u.source
         # what the user asks about now counts, whatever else the unit says
-        s = salience.score(u.text, u.source) + _RELEVANCE * salience.relevance(u.text, asking)
+        s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency
@@ -615,6 +637,7 @@ def _rank_units(ex: _Extraction) -> None:
     request = ex.request[0] if ex.request is not None else None
     for position, units in by_message.items():
         source = units[0][0].source
+        source = "user" if ex.peers and source == "assistant" else source
         cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
         if position >= 0 and units[0][1] != _CONTEXT_ONLY and len(units) > cap:
             # a message says a few things worth a line (a note's own items all stay)
