@@ -42,6 +42,9 @@ from kompakt.notes.units import split_sentences
         "Aunque te escriba en español, respóndeme siempre en inglés, por favor.",
         "Désormais, réponds en français.",
         "Bitte antworte immer auf Deutsch.",
+        "Also, stop suggesting pandas please, we can't install it.",
+        "Never exceed the budget.",
+        "Never embed secrets in code.",
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",
     ],
@@ -61,6 +64,7 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "She has a spreadsheet for everything.",
         "Okay, don't jinx it, but I've got an interview next week.",  # an idiom
         "Siempre llueve en Bilbao en mayo.",  # what happens, not a rule
+        "I use `with open()` but never wrote my own.",
         "Por favor, revisa el menú de mañana.",  # a one-off request
     ],
 )

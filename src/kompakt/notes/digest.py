@@ -50,7 +50,13 @@ from functools import lru_cache
 from kompakt.fencing import escape
 from kompakt.messages import Message
 from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
-from kompakt.notes.salience import Salience, content_words, is_filler, is_instruction
+from kompakt.notes.salience import (
+    Salience,
+    constraint_signal,
+    content_words,
+    is_filler,
+    is_instruction,
+)
 from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
 
@@ -606,12 +612,21 @@ def _conversation(
     """The units of a user message or a conversational reply: standing instructions go
     to the ledger, the rest is ranked by salience once the whole span is read.
     `context_only` units (still in the conversation after the span) only supersede."""
-    for u in split_units(m, pos, first_order=pos * 1000):
-        if u.source == "user" and is_instruction(u.text):
+    units = split_units(m, pos, first_order=pos * 1000)
+    rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+    if rules:  # the limits a rule's message sets belong to it ("... X and Y only.")
+        rules |= {u.order for u in units if _limits(u.text)}
+    for u in units:
+        if u.order in rules:
             ex.ledger.add(u.text, order=pos + u.order / 1e6, shown=not context_only)
         else:  # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
+
+
+def _limits(text: str) -> bool:
+    """A statement of a limit (must, only, at most, ...), not a question."""
+    return not text.rstrip().endswith(("?", "？")) and constraint_signal(text) > 0
 
 
 def _rank_units(ex: _Extraction) -> None:

@@ -63,6 +63,7 @@ _INSTRUCTION_EN = re.compile(
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
+    r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|keep in mind|bear in mind|note that i\b"
     r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it|your (?:answers?|replies|responses))"
     r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
@@ -330,6 +331,8 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
     angry", "it's always the same"), not how the work is to be done."""
     if cue.group().lower() not in ("always", "never"):
         return False
+    if _PAST.match(text, cue.end()):  # "never wrote my own", "always had"
+        return True
     before = _NARRATOR.search(text, 0, cue.end())
     return before is not None and before.end() == cue.end() and not _WANTS.match(text, cue.end())
 
@@ -337,6 +340,11 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
 _NARRATOR = re.compile(
     r"\b(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m)| have| had| has"
     r"| was| were| am| is| are)?\s+(?:never|always)$",
+    re.IGNORECASE,
+)
+_PAST = re.compile(
+    r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had|was|were|did|went|saw|seen|wrote|written|made|got|thought|knew"
+    r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten)\b",
     re.IGNORECASE,
 )
 _WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re.IGNORECASE)
