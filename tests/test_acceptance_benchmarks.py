@@ -61,10 +61,15 @@ def test_bench_summaries() -> None:
 def test_bench_digest() -> None:
     out = _run("bench_digest.py")
     survival = re.search(
-        r"survival overall: paths (\d+)%, commands (\d+)%, error lines (\d+)%", out
+        r"survival overall: paths (\d+)%, commands (\d+)%, error lines (\d+)%,"
+        r" planted facts (\d+)%",
+        out,
     )
     assert survival, out
-    assert int(survival.group(1)) > 30  # a real digest keeps most paths
+    paths, commands, errors, planted = map(int, survival.groups())
+    # what 0.1's digest kept on these runs under the same estimate (66/23/44/92), give or
+    # take a few points: a change that trades the coding figures away shows here
+    assert paths >= 60 and commands >= 20 and errors >= 45 and planted >= 85, out[-300:]
 
 
 def test_readme_says_how_to_run_the_benchmarks() -> None:

@@ -614,7 +614,10 @@ def _conversation(
     `context_only` units (still in the conversation after the span) only supersede."""
     units = split_units(m, pos, first_order=pos * 1000)
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
-    if rules:  # the limits a rule's message sets belong to it ("... X and Y only.")
+    if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
+        # the limits a short message that sets a rule states belong to it ("stop suggesting
+        # pandas. [why]. The standard library and X only."); an agent's task states many
+        # limits of the one task, which the request keeps
         rules |= {u.order for u in units if _limits(u.text)}
     for u in units:
         if u.order in rules:
@@ -622,6 +625,9 @@ def _conversation(
         else:  # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
+
+
+_RULE_MESSAGE_UNITS = 6
 
 
 def _limits(text: str) -> bool:
