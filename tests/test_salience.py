@@ -73,14 +73,28 @@ def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["Thanks!", "ok cool", "Hi there!", "Great, that helps.", "谢谢", "Sounds good."]
+    "text",
+    [
+        "Thanks!",
+        "ok cool",
+        "Hi there!",
+        "Great, that helps.",
+        "谢谢",
+        "Sounds good.",
+        "I'll let you go, speak soon",  # closings
+        "Take care! Talk soon.",
+        "Ha, same here.",
+    ],
 )
 def test_filler_is_recognised(text: str) -> None:
     assert is_filler(text)
     assert Salience.of([text, "My passport expires on 2027-03-01."]).score(text, "user") == 0
 
 
-@pytest.mark.parametrize("text", ["OK, use Redis.", "Thanks, the budget is $400."])
+@pytest.mark.parametrize(
+    "text",
+    ["OK, use Redis.", "Thanks, the budget is $400.", "Good luck with the interview on Friday!"],
+)
 def test_filler_words_around_content_are_not_filler(text: str) -> None:
     assert not is_filler(text)
 

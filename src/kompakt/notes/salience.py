@@ -140,6 +140,10 @@ _FILLER = re.compile(
     r"how are you(?: doing)?(?: today)?|how's it going|what's up|"
     r"there|everyone|all|guys|folks|friend|so much|a lot|very much|again|for (?:that|this|"
     r"the (?:help|info|information|answer|explanation|suggestions?|tips?|advice))|"
+    r"(?:speak|talk|chat) (?:soon|later)|catch you later|take care|(?:i'll|i will|i should) let"
+    r" you go|gotta (?:run|go)|have a (?:good|great|nice) (?:day|night|one|weekend|evening)|"
+    r"good luck|congrats|congratulations|miss you|love you|same here|me too|fair enough|"
+    r"no worries|omg|aw+|yay|ha(?:ha)*|"
     r"你好|谢谢|好的|没问题|不客气|嗯|好)"
     r"[\s,!.?;:)(~-]*)+$",
     re.IGNORECASE,
@@ -152,7 +156,9 @@ _FILLER_VOCABULARY = _wordset(
     this that helps let me know if feel free is there anything else that's helpful all how
     are doing today how's going what's up everyone guys folks friend so much a lot very
     again for the info information answer explanation suggestion suggestions tip tips
-    advice works"""
+    advice works speak talk chat soon later catch take care i'll will should let go gotta
+    run have day one weekend luck congrats congratulations miss love same here me too fair
+    enough worries omg aw aww yay ha"""
 ) | {"你好", "谢谢", "好的", "没问题", "不客气", "嗯", "好"}
 _GENERIC_OPENERS = re.compile(
     r"^(?:(?:here (?:are|is)|below (?:are|is)|sure|certainly|of course|absolutely|great|"
