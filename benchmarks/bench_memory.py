@@ -12,17 +12,27 @@ instructions and of current facts still in what would be sent, stale values show
 current (an old value with no mention of the new one after it), tokens sent, and the
 digest's time on a cold 3k-message span.
 
+Then the same methods on six long conversations written by hand for this benchmark, by
+an author who did not read kompakt's code (``benchmarks/data/conversations``: a
+multi-session chat between two friends, wedding planning, a coding-help chat, a support
+thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 questions
+each). Printed: the share of questions whose answer is still in what would be sent, by
+kind (facts and dates; instructions and preferences; the current value of what changed),
+and stale values shown as current (the old value kept without the new one).
+
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import kompakt
 from kompakt import Message
@@ -275,6 +285,7 @@ def main() -> None:
                 print(
                     f"{name:<22}{label:>7}{rounds:>7}{ins:>14.0%}{facts:>8.0%}{stale:>7}{tok:>9,.0f}"
                 )
+    written(methods)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,
     # where nothing is said twice word for word), a new span each time
     times = []
@@ -287,6 +298,68 @@ def main() -> None:
         f"digest of a {len(span):,}-message chat span ({sum(len(m.text) for m in span):,} chars): "
         f"{statistics.median(times) * 1000:.0f} ms (median of 5, each span new)"
     )
+
+
+WRITTEN = Path(__file__).parent / "data" / "conversations"
+KINDS = {  # column -> the question kinds it counts
+    "facts": ("fact", "temporal"),
+    "instructions": ("instruction", "preference"),
+    "updates": ("update",),
+}
+
+
+def written(methods: list[tuple[str, Method | None]]) -> None:
+    """Answers held on the hand-written conversations, by kind, once and after 5 rounds."""
+    convs = []
+    for path in sorted(WRITTEN.glob("conv_*.json")):
+        doc = json.loads(path.read_text())
+        said = [Message(role=m["role"], content=m["content"]) for m in doc["messages"]]
+        convs.append((said, doc["questions"]))
+    questions = sum(len(q) for _, q in convs)
+    print(f"\n{len(convs)} hand-written conversations, {questions} questions")
+    print(
+        f"{'method':<22}{'budget':>7}{'rounds':>7}{'facts':>8}{'instructions':>14}{'updates':>9}"
+        f"{'all':>6}{'stale':>7}"
+    )
+    for share in (0.1, 0.15, 0.2):
+        for rounds in (1, 5):
+            for name, method in methods:
+                if method is None and (share, rounds) != (0.1, 1):
+                    continue
+                held: dict[str, list[bool]] = {k: [] for k in KINDS}
+                stale = 0
+                for said, qs in convs:
+                    text = _sent_after(said, method, share, rounds).lower()
+                    for q in qs:
+                        answer = q["answer"].lower()
+                        kind = next(k for k, kinds in KINDS.items() if q["kind"] in kinds)
+                        held[kind].append(answer in text)
+                        old = str(q.get("stale", "")).lower()
+                        # shown as current: the old value kept, the new one lost (the
+                        # two side by side is a history, as people tell it)
+                        stale += bool(old) and old in text and answer not in text
+                every = [h for hs in held.values() for h in hs]
+                label = "-" if method is None else f"{share:.0%}"
+                cells = "".join(
+                    f"{statistics.mean(held[k]):>{w}.0%}"
+                    for k, w in (("facts", 8), ("instructions", 14), ("updates", 9))
+                )
+                print(
+                    f"{name:<22}{label:>7}{rounds:>7}{cells}{statistics.mean(every):>6.0%}{stale:>7}"
+                )
+
+
+def _sent_after(said: list[Message], method: Method | None, share: float, rounds: int) -> str:
+    """What would be sent after the conversation, compacted at `share` of its tokens once
+    (rounds=1) or each time a fifth more of it was said."""
+    budget = int(tokens(said) * share)
+    sent: list[Message] = []
+    step = -(-len(said) // rounds)
+    for start in range(0, len(said), step):
+        sent = sent + said[start : start + step]
+        if method is not None and tokens(sent) > budget:
+            sent = method(sent, budget)
+    return "\n".join(m.text for m in sent)
 
 
 WORDS = [
