@@ -43,6 +43,8 @@ from kompakt.notes.units import split_sentences
         "Désormais, réponds en français.",
         "Bitte antworte immer auf Deutsch.",
         "Also, stop suggesting pandas please, we can't install it.",
+        "Personal preference: no quiero vender nada con aceite de palma.",
+        "Another rule for you: we use pytest, not unittest.",
         "Never exceed the budget.",
         "Never embed secrets in code.",
         "I always want the cheapest option listed first.",

@@ -614,6 +614,9 @@ def _conversation(
     `context_only` units (still in the conversation after the span) only supersede."""
     units = split_units(m, pos, first_order=pos * 1000)
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+    for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
+        if k and u.order in rules and _BACK_REFERENCE.search(u.text):
+            rules.add(units[k - 1].order)
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
         # pandas. [why]. The standard library and X only."); an agent's task states many
@@ -628,6 +631,10 @@ def _conversation(
 
 
 _RULE_MESSAGE_UNITS = 6
+_BACK_REFERENCE = re.compile(
+    r"\b(?:keep|bear) (?:that|this|it) in mind|\b(?:that|this)(?:'s| is) a (?:rule|must)\b",
+    re.IGNORECASE,
+)
 
 
 def _limits(text: str) -> bool:
