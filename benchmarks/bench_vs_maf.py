@@ -577,7 +577,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.flush()
     for n, what, times in speedups:
         verdict = "ok" if times >= 2 else "below the 2x goal"
-        print(f"cold ratio at {n:,} messages, {what}: kompakt/harness speed {times:.2f}x ({verdict})")
+        print(f"cold ratio at {n:,} messages, {what}: {times:.2f}x the harness's speed ({verdict})")
 
 
 def peer_worker(argv: list[str]) -> None:

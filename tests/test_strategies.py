@@ -292,7 +292,8 @@ def test_collapse_leaves_a_superseded_read_as_its_stub_and_collapses_the_newer_o
     ctx = CompactionContext(view)
     assert CollapseToolResults(keep_last_groups=0, min_preserved=0).apply(view, ctx)
     rendered = view.render()
-    assert [m.synthetic for m in rendered if m.synthetic] == ["superseded", "collapsed", "collapsed"]
+    kinds = [m.synthetic for m in rendered if m.synthetic]
+    assert kinds == ["superseded", "collapsed", "collapsed"]
     stub = next(m for m in rendered if m.synthetic == "superseded")
     assert stub.tool_call_id == "c0" and "v0" not in stub.text  # the stale read is not quoted back
     assert not find_problems(rendered)
