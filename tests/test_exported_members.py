@@ -12,8 +12,9 @@ import pytest
 
 import kompakt
 import kompakt.strategies
+import kompakt.summarizers
 
-LAZY_PACKAGES = [kompakt, kompakt.strategies]
+LAZY_PACKAGES = [kompakt, kompakt.strategies, kompakt.summarizers]
 """Packages that import their public names on first use, from an `_EXPORTS` table."""
 
 

@@ -285,6 +285,20 @@ def test_supersede_by_key_and_tools() -> None:
     assert superseded(apply(by_path, msgs)) == ["c1"]
 
 
+def test_collapse_leaves_a_superseded_read_as_its_stub_and_collapses_the_newer_one() -> None:
+    path = "src/" + "deeply/nested/" * 6 + "a.py"  # a long call: a note would be cheaper
+    msgs = reads(("read_file", path), ("read_file", "b.py"), ("read_file", path))
+    view = apply(SupersedeReads(min_preserved=0), msgs)
+    ctx = CompactionContext(view)
+    assert CollapseToolResults(keep_last_groups=0, min_preserved=0).apply(view, ctx)
+    rendered = view.render()
+    kinds = [m.synthetic for m in rendered if m.synthetic]
+    assert kinds == ["superseded", "collapsed", "collapsed"]
+    stub = next(m for m in rendered if m.synthetic == "superseded")
+    assert stub.tool_call_id == "c0" and "v0" not in stub.text  # the stale read is not quoted back
+    assert not find_problems(rendered)
+
+
 # -- composition ---------------------------------------------------------------------
 
 

@@ -493,3 +493,50 @@ def test_a_bad_env_spec_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("KOMPAKT_SUMMARIZER", "nonsense:")
     with pytest.raises(kompakt.ConfigError, match="KOMPAKT_SUMMARIZER"):
         kompakt.models.default_summarizer()
+
+
+# -- the model summarizer on its own ------------------------------------------------------
+
+
+async def test_a_model_summarizer_writes_alone_with_what_it_cost() -> None:
+    model = ScriptedModel(SUMMARY)
+    summarizer = kompakt.ModelSummarizer(model, instruction="Write a TL;DR.", template=None)
+    assert isinstance(summarizer, kompakt.Summarizer)
+    span = conversation(2)[1:]
+    written = await summarizer.write(span, limit=200, tokenizer=kompakt.CharEstimator())
+    assert written.text == SUMMARY and written.fallback is None
+    assert written.model_calls == 1 and written.model_input_tokens > 0
+    sent = model.requests[0][1].text
+    assert "Write a TL;DR." in sent and "## Goal" not in sent  # its instruction, no template
+    assert "m0.py" in sent and "<transcript>" in sent
+    assert await summarizer.summarize(span, limit=200, tokenizer=kompakt.CharEstimator()) == SUMMARY
+
+
+async def test_a_failing_model_summarizer_returns_the_digest_and_says_why() -> None:
+    summarizer = kompakt.ModelSummarizer(ScriptedModel([ValueError("boom: internal")]))
+    span = conversation(2)[1:]
+    written = await summarizer.write(span, limit=300, tokenizer=kompakt.CharEstimator())
+    assert written.fallback == "scripted: boom: internal; used the extractive digest"
+    assert written.model_calls == 1 and "m0.py" in written.text and "boom" not in written.text
+
+
+async def test_a_strategy_given_a_model_summarizer_uses_its_own_instruction() -> None:
+    model = ScriptedModel(SUMMARY)
+    summarizer = kompakt.ModelSummarizer(model, instruction="List the files only.")
+    view = View(MessageIndex(conversation(4)))
+    step = await run(Summarize(keep_last_groups=2, summarizer=summarizer), view)
+    assert step.changed and step.model_calls == 1 and step.fallback is None
+    assert "List the files only." in model.requests[0][1].text
+    (note,) = summaries(view)
+    assert note.text.endswith(SUMMARY) and note.metadata["summarizer"] == "scripted"
+
+
+def test_a_strategy_reads_the_env_summarizer_once_when_it_is_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", "extractive")
+    strategy = Summarize(keep_last_groups=2)
+    monkeypatch.setenv("KOMPAKT_SUMMARIZER", "local:/nonexistent/kompakt-test.gguf")
+    view = View(MessageIndex(conversation(4)))
+    step = asyncio.run(run(strategy, view))  # made under "extractive": the digest, no model
+    assert step.changed and step.model_calls == 0 and step.fallback is None

@@ -377,3 +377,14 @@ def test_a_clamp_to_the_budget_uses_the_budget() -> None:
     out = apply_compaction(msgs, strategy=Budgeted(2_000))
     assert 1_800 <= MessageIndex(out).total_tokens <= 2_000
     assert [m.role for m in out] == ["system", "user", "assistant", "tool"]
+
+
+def test_a_flat_rate_estimate_counts_a_message_of_any_length_as_its_parts() -> None:
+    from kompakt.tokens import BaseTokenizer
+
+    tok = CharEstimator(chars_per_token=4)
+    call = ToolCall(id="c1", name="run", arguments='{"cmd": "' + "y" * 3_001 + '"}')
+    long_ascii = Message.assistant("x" * 5_003, tool_calls=[call])
+    accented = Message.user("déjà vu " * 400)
+    for m in (long_ascii, accented, Message.user("")):
+        assert tok.count_message(m) == BaseTokenizer._count(tok, m)

@@ -368,23 +368,30 @@ def test_an_option_passed_by_its_old_position_warns_once_per_value(
     assert read(made) == expected
 
 
-def test_one_shot_functions_take_their_second_input_by_keyword() -> None:
+def test_apply_compaction_takes_its_strategy_by_position_without_a_warning() -> None:
     msgs = [Message.user("x" * 400) for _ in range(6)]
     new = kompakt.apply_compaction(msgs, strategy=kompakt.Budgeted(300))
-    with one_warning("strategy"):
-        old = kompakt.apply_compaction(msgs, kompakt.Budgeted(300))  # type: ignore[misc]
-    assert old == new
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        by_position = kompakt.apply_compaction(msgs, kompakt.Budgeted(300))
+    assert by_position == new and len(new) < len(msgs)
+
+
+def test_compact_for_retry_takes_the_overflow_by_keyword() -> None:
+    msgs = [Message.user("x" * 400) for _ in range(6)]
     overflow = kompakt.Overflow("openai", "too long", limit=300, requested=620)
     with one_warning("overflow"):
         smaller, event = kompakt.compact_for_retry(msgs, overflow)  # type: ignore[misc]
     assert event.overflow is overflow and len(smaller) < len(msgs)
 
 
-async def test_an_async_function_keeps_its_old_position_too() -> None:
+async def test_apply_compaction_async_takes_its_strategy_by_position_too() -> None:
     msgs = [Message.user("x" * 400) for _ in range(6)]
-    with one_warning("strategy"):
-        out = await kompakt.apply_compaction_async(msgs, kompakt.Budgeted(300))  # type: ignore[misc]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = await kompakt.apply_compaction_async(msgs, kompakt.Budgeted(300))
     assert out == await kompakt.apply_compaction_async(msgs, strategy=kompakt.Budgeted(300))
+    assert len(out) < len(msgs)
     assert inspect.iscoroutinefunction(kompakt.apply_compaction_async)
 
 
@@ -549,6 +556,8 @@ TWO_INPUTS = {
     "kompakt.agent.tools.execute_calls",  # (calls, tools): the calls and what answers them
     "kompakt.recovery.send_recovering",  # (send, tighten): the call and how to shrink it
     "kompakt.recovery.send_recovering_sync",
+    "kompakt.compactor.apply_compaction",  # (messages, strategy): the list and what to do to it
+    "kompakt.compactor.apply_compaction_async",
 }
 """Functions whose second parameter is an input as essential as the first, not an option."""
 
@@ -608,7 +617,6 @@ OLD_NAMES = [
     r"\.chat(_sync)?\([^)]*\bmax_tokens=",
     r"--strateg(y|ies)[ =]+[a-z_,-]*"
     r"\b(digest|window|first-last|collapse|remove-tools|clamp|supersede)\b(?!_)",
-    r"\bapply_compaction(_async)?\(\s*[\w.\[\]]+\s*,(?!\s*\w+\s*=)",
     r"\bBudgeted\(\s*[\w.]+\s*,\s*\[",
     r"\bAgent\(\s*\w+\s*,(?!\s*\w+\s*=)",
     r"\bCompactor\((?:[^()=\n]|\([^()\n]*\))+,(?!\s*\w+\s*=)",

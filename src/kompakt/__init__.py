@@ -97,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "FactType": "kompakt.strategies",
     "Summarizer": "kompakt.summarizers",
     "DigestSummarizer": "kompakt.summarizers",
+    "ModelSummarizer": "kompakt.summarizers",
     "ASSISTANT_CONCEPTS": "kompakt.strategies",
     "CODING_AGENT_CONCEPTS": "kompakt.strategies",
     # compactor
@@ -236,6 +237,7 @@ if typing.TYPE_CHECKING:  # what type checkers and IDEs read; a test keeps it eq
     from kompakt.strategies import Truncation as Truncation
     from kompakt.strategies import WholeHistory as WholeHistory
     from kompakt.summarizers import DigestSummarizer as DigestSummarizer
+    from kompakt.summarizers import ModelSummarizer as ModelSummarizer
     from kompakt.summarizers import Summarizer as Summarizer
     from kompakt.tokens import CharEstimator as CharEstimator
     from kompakt.tokens import HFTokenizer as HFTokenizer

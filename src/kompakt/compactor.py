@@ -62,7 +62,7 @@ from kompakt.strategies.base import (
 )
 from kompakt.strategies.rehydrate import Rehydrate
 from kompakt.tokens import CharEstimator, Tokenizer, tokenizer_from_string
-from kompakt.triggers import Always, TokensBelow, Trigger, TriggerLike, as_trigger
+from kompakt.triggers import Always, Never, TokensBelow, Trigger, TriggerLike, as_trigger
 from kompakt.view import View
 
 if TYPE_CHECKING:
@@ -572,11 +572,10 @@ def _summarizer(spec: Any) -> Any:
 # -- one-shot compaction of a list ------------------------------------------------------
 
 
-@renamed_options(positional=("strategy",))
 def apply_compaction(
     messages: Any,
-    *,
     strategy: StrategyLike | str,
+    *,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
     summarizer: ChatModel | str | None = None,
@@ -585,35 +584,35 @@ def apply_compaction(
 
     `messages` is a list of `Message`, or anything `kompakt.loads` parses (OpenAI or
     Anthropic dicts, a trajectory file's document); `format` forces the format. The
-    strategy runs with its own trigger (a `Budgeted` does nothing within budget).
-    The input is never mutated.
+    strategy (the one input besides the messages, so it may come by position) runs
+    once through a `Compactor`, with its own trigger (a `Budgeted` does nothing within
+    budget). The input is never mutated.
 
     >>> from kompakt.strategies import Budgeted
     >>> from kompakt import CharEstimator
     >>> msgs = [Message.system("s")] + [Message.user("x" * 400) for _ in range(10)]
-    >>> out = apply_compaction(msgs, strategy=Budgeted(300))
+    >>> out = apply_compaction(msgs, Budgeted(300))
     >>> [m.synthetic for m in out], sum(CharEstimator().count_message(m) for m in out) <= 300
     ([None, 'summary', None, None], True)
     """
     msgs, back = _read(messages, format)
-    view, ctx = _prepare(msgs, tokenizer, summarizer)
-    run_strategy_sync(_strategy(strategy), view, ctx)
+    compactor, view = _one_shot(msgs, strategy, tokenizer, summarizer)
+    compactor.run(view, target=Never())
     return back(view.render())
 
 
-@renamed_options(positional=("strategy",))
 async def apply_compaction_async(
     messages: Any,
-    *,
     strategy: StrategyLike | str,
+    *,
     tokenizer: Tokenizer | None = None,
     format: str | None = None,
     summarizer: ChatModel | str | None = None,
 ) -> Any:
     """`apply_compaction` for strategies that await a model."""
     msgs, back = _read(messages, format)
-    view, ctx = _prepare(msgs, tokenizer, summarizer)
-    await run_strategy(_strategy(strategy), view, ctx)
+    compactor, view = _one_shot(msgs, strategy, tokenizer, summarizer)
+    await compactor.run_async(view, target=Never())
     return back(view.render())
 
 
@@ -630,7 +629,7 @@ def as_history_processor(
     strat = _strategy(strategy)
 
     def process(messages: list[Message]) -> list[Message]:
-        out: list[Message] = apply_compaction(messages, strategy=strat, tokenizer=tokenizer)
+        out: list[Message] = apply_compaction(messages, strat, tokenizer=tokenizer)
         return out
 
     return process
@@ -640,12 +639,20 @@ def _strategy(strategy: StrategyLike | str) -> Any:
     return strategy_from_name(strategy) if isinstance(strategy, str) else strategy
 
 
-def _prepare(
-    messages: Sequence[Message], tokenizer: Tokenizer | None, summarizer: ChatModel | str | None
-) -> tuple[View, CompactionContext]:
-    index = MessageIndex(messages, tokenizer=tokenizer or CharEstimator())
-    view = View(index)
-    return view, CompactionContext(view, summarizer=as_model(summarizer))
+def _one_shot(
+    messages: Sequence[Message] | MessageIndex | View,
+    strategy: StrategyLike | str,
+    tokenizer: Tokenizer | None,
+    summarizer: ChatModel | str | None,
+) -> tuple[Compactor, View]:
+    """A `Compactor` for one run of `strategy`, and the view it runs on (a copy of a
+    view given): the one-shot functions drive compaction through it like every loop."""
+    compactor = Compactor(strategy=strategy, tokenizer=tokenizer, summarizer=summarizer)
+    if isinstance(messages, View):
+        return compactor, messages.copy()
+    if isinstance(messages, MessageIndex):
+        return compactor, View(messages)
+    return compactor, View(MessageIndex(messages, tokenizer=tokenizer or CharEstimator()))
 
 
 def _read(

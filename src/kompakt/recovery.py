@@ -18,19 +18,18 @@ adapter use it (``recover_from_overflow=True``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kompakt._deprecation import renamed_options
-from kompakt.compactor import CompactionEvent, _prepare, _read, _strategy
+from kompakt.compactor import CompactionEvent, Compactor, _one_shot, _read, _strategy
 from kompakt.errors import BudgetImpossible
 from kompakt.index import MessageIndex
 from kompakt.overflow import DEFAULT_STEP, Overflow, parse_overflow
-from kompakt.strategies._common import run_strategy_sync
-from kompakt.strategies.base import CompactionContext, StrategyLike, run_strategy
+from kompakt.strategies.base import StrategyLike, token_budget_of
 from kompakt.strategies.budgeted import Budgeted, core_breakdown
-from kompakt.tokens import Tokenizer
+from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.triggers import Never
 from kompakt.view import View
 
 if TYPE_CHECKING:
@@ -168,11 +167,12 @@ def compact_for_retry(
     Send `smaller` once. If the provider refuses it too, stop: `retry_impossible`
     makes the error to raise.
     """
-    view, ctx, back = _start(messages, format, tokenizer, summarizer)
-    budget = overflow.retry_budget(view.total_tokens, step=step)
-    event, t0 = _event(view, overflow, budget), time.perf_counter()
-    run_strategy_sync(retry_strategy(strategy, budget=budget), view, ctx)
-    return back(view), _finish(event, view, ctx, t0, overflow)
+    compactor, view, back = _start(
+        messages, strategy, overflow, step, tokenizer, format, summarizer
+    )
+    event = compactor.run(view, target=Never(), reason=_reason(compactor, overflow))
+    event.overflow = overflow
+    return back(view), event
 
 
 @renamed_options(positional=("overflow",))
@@ -187,11 +187,12 @@ async def compact_for_retry_async(
     step: float = DEFAULT_STEP,
 ) -> tuple[Any, CompactionEvent]:
     """`compact_for_retry` for strategies that await a model."""
-    view, ctx, back = _start(messages, format, tokenizer, summarizer)
-    budget = overflow.retry_budget(view.total_tokens, step=step)
-    event, t0 = _event(view, overflow, budget), time.perf_counter()
-    await run_strategy(retry_strategy(strategy, budget=budget), view, ctx)
-    return back(view), _finish(event, view, ctx, t0, overflow)
+    compactor, view, back = _start(
+        messages, strategy, overflow, step, tokenizer, format, summarizer
+    )
+    event = await compactor.run_async(view, target=Never(), reason=_reason(compactor, overflow))
+    event.overflow = overflow
+    return back(view), event
 
 
 @renamed_options(positional=("overflow",))
@@ -212,35 +213,32 @@ def retry_impossible(
 
 
 def _start(
-    messages: Any, format: str | None, tokenizer: Tokenizer | None, summarizer: Any
-) -> tuple[View, CompactionContext, Any]:
+    messages: Any,
+    strategy: StrategyLike | str | None,
+    overflow: Overflow,
+    step: float,
+    tokenizer: Tokenizer | None,
+    format: str | None,
+    summarizer: ChatModel | str | None,
+) -> tuple[Compactor, View, Callable[[View], Any]]:
+    """The `Compactor` that runs the retry's strict `Budgeted`, the view it edits (never
+    `messages` itself) and how to give the result back in the form `messages` came in."""
+    back: Callable[[View], Any]
+    source: View | MessageIndex
     if isinstance(messages, View):
-        view = messages.copy()
-        return view, CompactionContext(view, summarizer=_model(summarizer)), lambda v: v
-    if isinstance(messages, MessageIndex):
-        view = View(messages)
-        ctx = CompactionContext(view, summarizer=_model(summarizer))
-        return view, ctx, lambda v: v.render()
-    msgs, back = _read(messages, format)
-    view, ctx = _prepare(msgs, tokenizer, summarizer)
-    return view, ctx, lambda v: back(v.render())
+        source, back = messages, lambda v: v
+    elif isinstance(messages, MessageIndex):
+        source, back = messages, lambda v: v.render()
+    else:
+        msgs, read_back = _read(messages, format)
+        source = MessageIndex(msgs, tokenizer=tokenizer or CharEstimator())
+        back = lambda v: read_back(v.render())  # noqa: E731
+    budget = overflow.retry_budget(source.total_tokens, step=step)
+    compactor, view = _one_shot(source, retry_strategy(strategy, budget=budget), None, summarizer)
+    return compactor, view, back
 
 
-def _model(summarizer: Any) -> Any:
-    from kompakt.models.registry import as_model
-
-    return as_model(summarizer)
-
-
-def _event(view: View, overflow: Overflow, budget: int) -> CompactionEvent:
+def _reason(compactor: Compactor, overflow: Overflow) -> str:
+    budget = token_budget_of(compactor.strategy)
     over = f"{overflow.tokens_over:,} tokens over" if overflow.tokens_over else "over the limit"
-    reason = f"{overflow.provider} context overflow ({over}): retrying within {budget:,} tokens"
-    return CompactionEvent.before(view, reason)
-
-
-def _finish(
-    event: CompactionEvent, view: View, ctx: CompactionContext, t0: float, overflow: Overflow
-) -> CompactionEvent:
-    event.finish(view, ctx.steps, seconds=time.perf_counter() - t0)
-    event.overflow = overflow
-    return event
+    return f"{overflow.provider} context overflow ({over}): retrying within {budget:,} tokens"

@@ -169,6 +169,9 @@ class CharEstimator(BaseTokenizer):
         # what a subclass that counts text its own way counts.
         if not self._direct:
             return super().count_message(message)
+        cpt = self.chars_per_token
+        if cpt is not None:
+            return self._count_flat(message, cpt)
         count = self.count_text
         n = MESSAGE_OVERHEAD
         for part in message.content:
@@ -181,6 +184,27 @@ class CharEstimator(BaseTokenizer):
             if len(args) > _DIRECT or not (name.isascii() and args.isascii()):
                 return super().count_message(message)
             n += TOOL_CALL_OVERHEAD + count(name) + count(args)
+        return n
+
+    def _count_flat(self, message: Message, cpt: float) -> int:
+        """`count_message` at a flat `chars_per_token`: ASCII text of any length costs one
+        division, so only other text goes through the cache."""
+        n = MESSAGE_OVERHEAD
+        for part in message.content:
+            text = part.text
+            if part.kind != "text" or not text.isascii():
+                return super().count_message(message)
+            if text:
+                n += _ceil(len(text) / cpt)
+        for call in message.tool_calls:
+            name, args = call.name, call.arguments
+            if not (name.isascii() and args.isascii()):
+                return super().count_message(message)
+            n += TOOL_CALL_OVERHEAD
+            if name:
+                n += _ceil(len(name) / cpt)
+            if args:
+                n += _ceil(len(args) / cpt)
         return n
 
     def count_text(self, text: str) -> int:

@@ -1,13 +1,13 @@
 """The summarizing strategy every note-writing strategy builds on (not public API).
 
-It asks for the note and places it; the parts it uses live beside it:
+It chooses the span and places the note; the parts it uses live beside it:
 
 * `span`: which groups form the span to evict (and which earlier summary it absorbs);
 * `fit`: how big the note may be under the budget or target;
-* `prompt`: the bounded, fenced request a model sees (previous summary + only the new span);
-* here: asking the summarizer with a timeout, checking the answer, falling back to the
-  extractive digest, then to truncation, recording why and what it cost; and placing
-  the note in the view so it covers every original it stands for.
+* `kompakt.summarizers`: what writes the note (`ModelSummarizer` over a chat model, the
+  digest, or the user's own), falling back to the digest when it fails;
+* here: which summarizer a run uses, recording what the note cost and any fallback, and
+  placing the note in the view so it covers every original it stands for.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from kompakt.models.base import (
     ChatModel,
     ChatResponse,
     ask,
-    describe_error,
     positive_int,
     positive_timeout,
     run_sync,
 )
 from kompakt.models.extractive import ExtractiveModel
 from kompakt.models.registry import as_model, default_summarizer
-from kompakt.notes import Note, rolled_note, split_ledger, standing_instructions, with_ledger
+from kompakt.notes import Note, rolled_note
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
 from kompakt.strategies.fit import (
     MIN_NOTE_TOKENS,
@@ -39,17 +38,6 @@ from kompakt.strategies.fit import (
     size_limit,
     trim_lines,
 )
-from kompakt.strategies.prompt import (
-    DEFAULT_TEMPLATE,
-    SYSTEM_PROMPT,
-    Rejected,
-    bounded_chunks,
-    clamp_message,
-    fence,
-    render_transcript,
-    strip_header,
-    summary_request,
-)
 from kompakt.strategies.span import (
     Span,
     later_than,
@@ -57,7 +45,18 @@ from kompakt.strategies.span import (
     rendered_tokens,
     select_span,
 )
-from kompakt.summarizers import DigestSummarizer, Summarizer
+from kompakt.summarizers.base import Summarizer, write_note
+from kompakt.summarizers.digest import DigestSummarizer
+from kompakt.summarizers.model import ModelSummarizer
+from kompakt.summarizers.prompt import (
+    DEFAULT_TEMPLATE,
+    SYSTEM_PROMPT,
+    Rejected,
+    clamp_message,
+    fence,
+    render_transcript,
+    strip_header,
+)
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import Trigger, TriggerLike, as_trigger
 from kompakt.view import View
@@ -182,6 +181,22 @@ class SummarizingStrategy(BaseStrategy):
         chosen = self.summarizer_for(context)
         return chosen.name if chosen is not None else "digest"
 
+    def writer_for(self, context: CompactionContext) -> Summarizer | None:
+        """What writes this run's notes: a chat model wrapped in a `ModelSummarizer` with
+        this strategy's instruction, template, timeout and input bound; None for the digest."""
+        chosen = self.summarizer_for(context)
+        if chosen is None or isinstance(chosen, DigestSummarizer):
+            return None
+        if not isinstance(chosen, ChatModel):
+            return chosen
+        return ModelSummarizer(
+            chosen,
+            instruction=self.prompt or self.instruction,
+            template=None if self.prompt else self.template,
+            timeout=self.timeout,
+            max_input_tokens=self.max_input_tokens,
+        )
+
     async def produce(
         self,
         context: CompactionContext,
@@ -191,112 +206,31 @@ class SummarizingStrategy(BaseStrategy):
         *,
         merge: bool = True,
     ) -> str:
-        """The summary text of `messages` (given `previous`), falling back on failure."""
+        """The summary text of `messages` (given `previous`), falling back on failure;
+        what it cost and why it fell back are recorded on the running step."""
         tok = context.view.index.tokenizer
-        chosen = self.summarizer_for(context)
-        if chosen is None or isinstance(chosen, DigestSummarizer):
+        writer = self.writer_for(context)
+        if writer is None:
             return _digest_of(messages, previous, limit, tok, context=context)
-        # the standing instructions never go through a model: it could paraphrase them
-        rules = standing_instructions(messages, previous=previous)
-        kept = with_ledger(rules, "")
-        room = max(16, limit - tok.count_text(kept) - 1) if rules else limit
-        if not isinstance(chosen, ChatModel):
-            text = await self._summarize_with(chosen, context, messages, previous, room)
-            return with_ledger(rules, text)
-        model = chosen
-        try:
-            text = await self._ask_all(
-                model, context, messages, split_ledger(previous)[1], room, merge
-            )
-            return with_ledger(rules, text)
-        except Exception as exc:  # any failure of the model falls back, never breaks
-            reason = describe_error(exc).removeprefix(f"{model.name}: ")  # ModelError names it
-        try:
-            text = _digest_of(messages, previous, limit, tok)
-            note_fallback(context, f"{model.name}: {reason}; used the extractive digest")
-            return text
-        except Exception as exc:  # pragma: no cover - the digest is plain Python
-            note_fallback(context, f"{model.name}: {reason}; digest failed ({exc}); truncated")
-            return ""
-
-    async def _summarize_with(
-        self,
-        summarizer: Summarizer,
-        context: CompactionContext,
-        messages: Sequence[Message],
-        previous: str,
-        limit: int,
-    ) -> str:
-        """A `Summarizer` of the user's: its text, or the digest when it fails."""
-        tok = context.view.index.tokenizer
-        try:
-            async with asyncio.timeout(self.timeout):
-                text = await summarizer.summarize(
-                    messages, previous=split_ledger(previous)[1], limit=limit, tokenizer=tok
-                )
-            if text.strip():
-                return text.strip()
-            reason = "empty note"
-        except Exception as exc:  # any failure falls back, never breaks
-            reason = describe_error(exc)
-        note_fallback(context, f"{summarizer.name}: {reason}; used the extractive digest")
-        return _digest_of(messages, previous, limit, tok, context=context)
-
-    async def _ask_all(
-        self,
-        model: ChatModel,
-        context: CompactionContext,
-        messages: Sequence[Message],
-        previous: str,
-        limit: int,
-        merge: bool,
-    ) -> str:
-        """Merge mode folds every chunk into the previous summary; accumulate mode
-        summarizes only the new span (the previous summary is context) and appends."""
-        tok = context.view.index.tokenizer
-        chunks = bounded_chunks(messages, tok, self.max_input_tokens - tok.count_text(previous))
-        if merge or not previous:
-            text = previous
-            for chunk in chunks:
-                text = await self.ask(model, context, chunk, text, limit)
-            return text
-        room = max(16, limit - tok.count_text(previous))
-        new = await self.ask(model, context, chunks[0], previous, room, merge=False)
-        for chunk in chunks[1:]:
-            new = await self.ask(model, context, chunk, new, room)
-        return f"{previous}\n\n{new}"
-
-    async def ask(
-        self,
-        model: ChatModel,
-        context: CompactionContext,
-        messages: Sequence[Message],
-        previous: str,
-        limit: int,
-        *,
-        merge: bool = True,
-    ) -> str:
-        """One model call, checked: raises `Rejected` for an unusable answer.
-
-        With `merge` the answer replaces `previous`; without, it adds to it.
-        """
-        tok = context.view.index.tokenizer
-        request = summary_request(
+        written = await write_note(
+            writer,
             messages,
-            previous,
-            limit,
-            instruction=self.prompt or self.instruction,
-            template=None if self.prompt else self.template,
+            previous=previous,
+            limit=limit,
+            tokenizer=tok,
+            timeout=self.timeout,
             merge=merge,
         )
-        response = await self.call(model, context, request, max_output_tokens=limit + 16)
-        text = strip_header(response.message.text.strip())
-        if not text:
-            raise Rejected("empty answer")
-        size = tok.count_text(text)
-        if size > limit * 1.5:  # tokenizers differ: ours only has to be roughly right
-            raise Rejected(f"answer too long ({size} tokens, limit {limit})")
-        return text
+        context.note(
+            model_calls=written.model_calls,
+            model_input_tokens=written.model_input_tokens,
+            model_output_tokens=written.model_output_tokens,
+        )
+        if written.fallback:
+            note_fallback(context, written.fallback)
+        if written.instructions_dropped:
+            _note_dropped_count(context, written.instructions_dropped)
+        return written.text
 
     async def call(
         self,
@@ -492,9 +426,13 @@ def _digest_of(
 
 
 def _note_dropped(context: CompactionContext, note: Note) -> None:
-    if note.instructions_dropped:
+    _note_dropped_count(context, note.instructions_dropped)
+
+
+def _note_dropped_count(context: CompactionContext, dropped: int) -> None:
+    if dropped:
         context.note(
-            detail=f"{note.instructions_dropped} oldest standing instruction(s) left out: "
+            detail=f"{dropped} oldest standing instruction(s) left out: "
             "the ledger passed its share of the note"
         )
 

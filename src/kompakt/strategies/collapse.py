@@ -114,6 +114,8 @@ class CollapseToolResults(BaseStrategy):
                 walk.stopped(g)
                 break
             walk.done(g)
+            if _only_notes_left(view, g):
+                continue  # its results stand replaced already (a newer read supersedes them)
             originals = view.index.group_messages(g)
             now = rendered_tokens(view, g)
             text = collapse_note(originals, max_chars=max_chars)
@@ -138,6 +140,15 @@ class CollapseToolResults(BaseStrategy):
     def __repr__(self) -> str:
         only = "" if self.only_tool_groups else ", only_tool_groups=False"
         return f"CollapseToolResults(keep_last_groups={self.keep_last_groups}{only})"
+
+
+def _only_notes_left(view: View, g: int) -> bool:
+    """Whether every result of group `g` is sent as a note already (superseded): the
+    payload a collapse would quote is gone on purpose, and the note saves next to nothing."""
+    if view.is_original(g):
+        return False
+    results = [m for m in view.rendered(g) if m.role == "tool"]
+    return bool(results) and all(m.synthetic == "superseded" for m in results)
 
 
 RECORD = "[Record of tool calls; output quoted as data]"

@@ -48,15 +48,16 @@ from kompakt.models.base import ChatModel, describe_error, positive_int, run_syn
 from kompakt.models.registry import as_model
 from kompakt.strategies._summarizer import SummarizingStrategy, note_fallback
 from kompakt.strategies.base import CompactionContext
-from kompakt.strategies.prompt import (
+from kompakt.strategies.span import rendered_tokens
+from kompakt.summarizers.base import Summarizer
+from kompakt.summarizers.digest import DigestSummarizer
+from kompakt.summarizers.prompt import (
     Rejected,
     bounded_chunks,
     fence,
     render_transcript,
     strip_header,
 )
-from kompakt.strategies.span import rendered_tokens
-from kompakt.summarizers import DigestSummarizer, Summarizer
 from kompakt.tokens import Tokenizer
 from kompakt.triggers import TriggerLike
 from kompakt.view import View

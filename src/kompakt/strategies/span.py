@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from kompakt.messages import Message
 from kompakt.notes import is_note
 from kompakt.strategies._common import rendered_tokens
-from kompakt.strategies.prompt import strip_header
+from kompakt.summarizers.prompt import strip_header
 from kompakt.view import View
 
 __all__ = [

@@ -37,9 +37,9 @@ from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel, positive_int
 from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
-from kompakt.strategies.prompt import DEFAULT_TEMPLATE
 from kompakt.strategies.span import Span, originals, previous_of, span_of
-from kompakt.summarizers import Summarizer
+from kompakt.summarizers.base import Summarizer
+from kompakt.summarizers.prompt import DEFAULT_TEMPLATE
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 

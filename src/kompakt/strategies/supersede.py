@@ -99,13 +99,16 @@ class SupersedeReads(BaseStrategy):
             if not stale:
                 continue
             current = view.rendered(g)
+            # an original group's messages were counted by the index: read, not recounted
+            start = view.index.groups[g].start
+            counted = view.index.message_tokens if view.is_original(g) else None
             new: list[Message] = []
             tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
-            for m in current:
+            for i, m in enumerate(current):
                 call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
                 if call is None or m.synthetic not in (None, "clamped"):
                     new.append(m)
-                    tokens += count(m)
+                    tokens += count(m) if counted is None else counted[start + i]
                     continue
                 note = m.evolve(
                     content=f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
@@ -114,7 +117,7 @@ class SupersedeReads(BaseStrategy):
                     covers=m.covers if m.synthetic else (m.id,),
                     extra={},
                 )
-                cost, was = count(note), count(m)
+                cost, was = count(note), count(m) if counted is None else counted[start + i]
                 new.append(note if cost < was else m)
                 tokens += min(cost, was)
             if any(a is not b for a, b in zip(new, current, strict=True)):
