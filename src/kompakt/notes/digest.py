@@ -52,7 +52,6 @@ from kompakt.messages import Message
 from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
 from kompakt.notes.salience import (
     Salience,
-    constraint_signal,
     content_words,
     is_filler,
     is_instruction,
@@ -617,15 +616,17 @@ def _conversation(
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
             rules.add(units[k - 1].order)
+    limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
         # pandas. [why]. The standard library and X only."); an agent's task states many
         # limits of the one task, which the request keeps
-        rules |= {u.order for u in units if _limits(u.text)}
+        limits = {u.order for u in units if _limits(u.text) and u.order not in rules}
     for u in units:
-        if u.order in rules:
+        if u.order in rules or u.order in limits:
             ex.ledger.add(u.text, order=pos + u.order / 1e6, shown=not context_only)
-        else:  # an agent's task is in the note whole: its sentences only supersede
+        if u.order not in rules:  # a limit is a statement too: it may outdate another
+            # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
 
@@ -638,8 +639,16 @@ _BACK_REFERENCE = re.compile(
 
 
 def _limits(text: str) -> bool:
-    """A statement of a limit (must, only, at most, ...), not a question."""
-    return not text.rstrip().endswith(("?", "？")) and constraint_signal(text) > 0
+    """A statement of a limit (must, only, at most, ...), not a question: not a value
+    ("the budget is now 4200") said beside a rule."""
+    return not text.rstrip().endswith(("?", "？")) and _LIMIT_RE.search(text) is not None
+
+
+_LIMIT_RE = re.compile(
+    r"\b(?:only|must|mustn't|at most|at least|no more than|not allowed|allowed only|never"
+    r"|cannot|can't|nothing but|except)\b",
+    re.IGNORECASE,
+)
 
 
 def _rank_units(ex: _Extraction) -> None:
