@@ -335,6 +335,23 @@ def test_a_text_agents_fenced_action_is_still_a_command() -> None:
     assert "$ pytest -q tests/test_utils.py" in note
 
 
+_CHORES = [
+    "washed the car",
+    "baked some bread",
+    "fixed the bike",
+    "called my aunt",
+    "cleaned the windows",
+    "walked by the river",
+    "read a chapter",
+    "watered the plants",
+    "sorted the post",
+    "tidied the garage",
+    "painted the fence",
+    "ironed the shirts",
+    "bought new socks",
+]
+
+
 def test_in_a_chat_between_two_people_either_side_s_facts_count() -> None:
     """When the other side writes like the user (a chat between friends), what it says
     about itself is kept like what the user says, not ranked as an assistant's reply."""
@@ -359,7 +376,23 @@ def test_in_a_chat_between_two_people_either_side_s_facts_count() -> None:
     chat: list[Message] = []
     for k in range(70):
         said = user_chat if k % 2 == 0 else other_chat
-        text = f"{said[(k // 2) % 4]} ({k})"
+        did = _CHORES[k % len(_CHORES)], _CHORES[(k * 7 + 3) % len(_CHORES)]
+        text = f"{said[(k // 2) % 4]} Also {did[0]} and {did[1]} today."
         chat.append(facts.get(k) or (Message.user(text) if k % 2 == 0 else Message.assistant(text)))
     note = digest(chat, max_tokens=180)
     assert all(word in note for word in ("Biscuit", "21st of March", "Alfama", "Brightwater"))
+
+
+def test_the_other_side_is_a_peer_when_it_writes_like_the_user() -> None:
+    from kompakt.notes.digest import _peers
+
+    friends = [
+        Message.user("Back from Porto, tired!"),
+        Message.assistant("Welcome back! How was it?"),
+    ]
+    helper = [
+        Message.user("How do I boil an egg?"),
+        Message.assistant("Put the egg in boiling water for seven minutes, then cool it. " * 4),
+    ]
+    assert _peers(friends * 4) and not _peers(helper * 4)
+    assert not _peers(friends)  # too few messages to tell

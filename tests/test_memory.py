@@ -402,3 +402,32 @@ def test_the_hand_written_conversations_keep_their_answers(rounds: int) -> None:
             asked += 1
     assert asked == 161
     assert held >= 0.85 * asked and stale == 0, (held, asked, stale)
+
+
+def test_a_message_that_lists_facts_keeps_them_and_boilerplate_gives_way() -> None:
+    """A user who tells a dozen things about themselves in one message: each specific
+    one is kept, whatever the cap on lines per message; an answer repeated word for word
+    all through the chat names nothing and is not worth a line."""
+    facts = [
+        "I live in Tromsø with my wife Kari.",
+        "I work as a geologist at Equinor.",
+        "My son Emil is 7 and plays the violin.",
+        "My daughter Sofie is allergic to peanuts.",
+        "We drive a 2019 Volvo XC40.",
+        "My mother lives in Bergen and turns 70 on 3 May.",
+        "My employee number is EQ-44817.",
+        "Our mortgage is with DNB at 4.1%.",
+        "Kari's birthday is 14 November.",
+        "We're renovating the kitchen, budget 180,000 NOK.",
+    ]
+    msgs = [
+        Message.user("Some background about me: " + " ".join(facts)),
+        Message.assistant("Noted!"),
+    ]
+    for q, a in SMALL_TALK * 8:
+        msgs += [Message.user(q), Message.assistant(a)]
+    out = kompakt.apply_compaction(msgs, strategy=Budgeted(tokens(msgs) // 5))
+    text = sent_text(out)
+    assert sum(f.rstrip(".") in text for f in facts) >= 8
+    note = out[0].text
+    assert out[0].synthetic == "summary" and SMALL_TALK[0][1].split(".")[0] not in note

@@ -53,8 +53,10 @@ from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
 from kompakt.notes.salience import (
     Salience,
     content_words,
+    entity_signal,
     is_filler,
     is_instruction,
+    value_signal,
 )
 from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
@@ -116,6 +118,8 @@ _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
+_BOILERPLATE = 3  # a unit said word for word in this many messages is boilerplate
+_SPECIFIC = 4.0  # a unit this salient (a value or name and more) is kept past any cap
 _UNITS_PER_REQUEST = 2  # the request is kept whole (or its head): its best lines besides
 _AGENT_TASK = -5.0  # an agent's task, kept whole: its rules go to the ledger, the rest supersedes
 _IN_REQUEST = -4.0  # a unit of the request kept whole: it is in the note already, or was cut
@@ -638,6 +642,11 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+def _unspecific(text: str) -> bool:
+    """States no value and names nothing (no number, date, name or identifier)."""
+    return not value_signal(text) and not entity_signal(text)
+
+
 def _limits(text: str) -> bool:
     """A statement of a limit (must, only, at most, ...), not a question: not a value
     ("the budget is now 4200") said beside a rule."""
@@ -658,11 +667,17 @@ def _rank_units(ex: _Extraction) -> None:
         return
     salience = Salience.of(u.text for u, _, _ in ex.units)
     asking = salience.query(ex.asking)
+    said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
+    for u, _, _ in ex.units:
+        said_in.setdefault(u.text, set()).add(u.position)
     by_message: dict[int, list[tuple[Unit, float]]] = {}
+    specific: set[int] = set()  # units salient enough that no cap leaves them out
     for u, recency, bonus in ex.units:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault(u.position, []).append((u, _CONTEXT_ONLY))
             continue
+        if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
+            continue  # boilerplate: said word for word again and again, naming nothing
         source = "user" if ex.peers and u.source == "assistant" else u.source
         # what the user asks about now counts, whatever else the unit says
         s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
@@ -670,6 +685,8 @@ def _rank_units(ex: _Extraction) -> None:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency
             by_message.setdefault(u.position, []).append((u, score))
+            if s >= _SPECIFIC:
+                specific.add(u.order)
     kept: list[tuple[Unit, float]] = []
     request = ex.request[0] if ex.request is not None else None
     for position, units in by_message.items():
@@ -677,8 +694,10 @@ def _rank_units(ex: _Extraction) -> None:
         source = "user" if ex.peers and source == "assistant" else source
         cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
         if position >= 0 and units[0][1] != _CONTEXT_ONLY and len(units) > cap:
-            # a message says a few things worth a line (a note's own items all stay)
-            best = sorted(units, key=lambda x: -x[1])[:cap]
+            # a message says a few things worth a line (a note's own items all stay), and
+            # every specific one: a message that lists facts keeps them all
+            rest = sorted((x for x in units if x[0].order not in specific), key=lambda x: -x[1])
+            best = [x for x in units if x[0].order in specific] + rest[:cap]
             units = sorted(best, key=lambda x: x[0].order)
         kept.extend(units)
     stale = {  # within one message a sentence does not outdate its neighbour

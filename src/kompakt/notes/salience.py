@@ -594,8 +594,8 @@ class Salience:
     def score(self, text: str, source: str) -> float:
         """The salience of one unit said by `source` (user, assistant, tool, system)."""
         t = _read(text)
-        if not t.content or _filler(t):
-            return 0.0
+        if not t.content or _filler(t) or not any(w[0].isalpha() for w in t.content):
+            return 0.0  # nothing said, or a number alone ("(10)"): nothing to keep
         values = _value(t)
         entities = _entity(t)
         signal = (

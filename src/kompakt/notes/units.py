@@ -52,6 +52,8 @@ def split_sentences(line: str) -> list[str]:
 
     >>> split_sentences("The deadline is May 5. We use Postgres 16! ok")
     ['The deadline is May 5.', 'We use Postgres 16! ok']
+    >>> split_sentences("I hope so. Is it legal? (asking for a friend)")
+    ['I hope so.', 'Is it legal? (asking for a friend)']
     """
     line = line.strip()
     if not line:
@@ -67,7 +69,13 @@ def split_sentences(line: str) -> list[str]:
         out.append(line[start:cut].strip())
         start = m.end()
     out.append(line[start:].strip())
-    return [s for s in out if s]
+    joined: list[str] = []
+    for s in out:
+        if joined and s.startswith("(") and s.rstrip(".!?").endswith(")"):
+            joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
+        elif s:
+            joined.append(s)
+    return joined
 
 
 def split_units(message: Message, position: int, *, first_order: int = 0) -> list[Unit]:
