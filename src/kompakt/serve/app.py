@@ -29,7 +29,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from kompakt.errors import FormatError
@@ -41,7 +41,7 @@ from kompakt.serve.errors import error_response
 from kompakt.serve.page import conversation_page, index_page
 from kompakt.serve.sessions import Sessions
 from kompakt.serve.upstream import Upstream, join, request_headers, response_headers
-from kompakt.serve.usage import UsageSniffer, input_tokens
+from kompakt.serve.usage import UsageSniffer, compacted_reply_tokens, input_tokens
 from kompakt.store import CompactionRecord, HistoryStore
 
 __all__ = ["Proxy", "create_app"]
@@ -163,13 +163,7 @@ class Proxy:
             return admitted
         url, body, headers = admitted
         sent = await self._send(api, request.method, url, headers, body)
-        if isinstance(sent, Response):
-            return sent
-        return StreamingResponse(
-            self.upstream.relay(sent),
-            status_code=sent.status_code,
-            headers=response_headers(sent.headers),
-        )
+        return sent if isinstance(sent, Response) else await self.upstream.answer(sent)
 
     async def _admit(
         self, request: Request, api: Api
@@ -215,13 +209,7 @@ class Proxy:
             return error_response(api, 400, claimed)
         if claimed is None:  # the upstream holds the history: only the new items are here
             sent = await self._send(api, "POST", url, headers, raw)
-            if isinstance(sent, Response):
-                return sent
-            return StreamingResponse(
-                self.upstream.relay(sent),
-                status_code=sent.status_code,
-                headers=response_headers(sent.headers),
-            )
+            return sent if isinstance(sent, Response) else await self.upstream.answer(sent)
         conv, new, req = claimed
         try:  # the lock is held while the conversation changes, not while upstream answers
             content, turn, sent_items = await self._prepare(conv, new, req)
@@ -242,7 +230,7 @@ class Proxy:
         )  # fmt: skip
         if isinstance(upstream, Response):
             return upstream
-        return self._respond(conv, upstream, turn, streaming=req.streaming)
+        return await self._respond(conv, upstream, turn, streaming=req.streaming)
 
     async def _claim(
         self, api: Api, raw: bytes, name: str | None
@@ -258,10 +246,11 @@ class Proxy:
             conv, body, new = followed
             req = _Request(api, raw, body.fields, body, body.count, len(conv.items))
             return conv, new, req
-        located = scan(raw, "messages") if api != "responses" else None
+        key = "input" if api == "responses" else "messages"
+        located = scan(raw, key)
         fields: dict[str, Any] | None
         if located is not None:
-            fields = {**located.fields, "messages": located.new}
+            fields = {**located.fields, key: located.new}
             problem = _problem(fields, api)
         else:
             fields, problem = _parse(raw, api)
@@ -271,7 +260,7 @@ class Proxy:
             return None
         source = source_of(api, fields)
         conv, new = await self.sessions.claim(api, source, name, located)
-        count = len(fields["input" if api == "responses" else "messages"])
+        count = len(fields[key])
         return conv, new, _Request(api, raw, fields, located, count, len(conv.items))
 
     async def _prepare(
@@ -345,39 +334,33 @@ class Proxy:
         log.info("conversation %s: upstream overflow, retrying at %d tokens", conv.id, sent)
         return await self._send(req.api, "POST", url, headers, content), rendered.items
 
-    def _respond(
+    async def _respond(
         self, conv: Conversation, upstream: httpx.Response, turn: Turn, *, streaming: bool
     ) -> Response:
-        sniffer = UsageSniffer()
+        """The upstream's answer for the client; the input tokens it reports calibrate
+        `conv` (a stream's as it passes, a JSON answer's read whole)."""
 
-        def calibrate() -> None:
-            reported = sniffer.tokens
-            if reported is not None and upstream.status_code < 400:
+        def calibrate(reported: int | None, reply: int | None) -> None:
+            if upstream.status_code >= 400:
+                return
+            if reported is not None:
                 turn.usage = reported
                 conv.calibrate(reported, turn.tokens_sent)
+            if reply is not None:  # the reply compacted: counted so when it is sent back
+                conv.compacted_reply = reply
 
-        if streaming:
-            return StreamingResponse(
-                self.upstream.relay(upstream, sniffer.feed),
-                status_code=upstream.status_code,
-                headers=response_headers(upstream.headers),
-                background=BackgroundTask(calibrate),
+        if streaming or "event-stream" in upstream.headers.get("content-type", ""):
+            sniffer = UsageSniffer()
+            return await self.upstream.answer(
+                upstream,
+                on_chunk=sniffer.feed,
+                background=BackgroundTask(lambda: calibrate(sniffer.tokens, sniffer.reply)),
             )
-        return StreamingResponse(
-            self._whole(upstream, sniffer),
-            status_code=upstream.status_code,
-            headers=response_headers(upstream.headers),
-            background=BackgroundTask(calibrate),
-        )
-
-    async def _whole(self, upstream: httpx.Response, sniffer: UsageSniffer) -> AsyncIterator[bytes]:
-        """A JSON response relayed as it arrives, its usage read at the end."""
-        chunks: list[bytes] = []
-        async for chunk in self.upstream.relay(upstream):
-            chunks.append(chunk)
-            yield chunk
+        answer = await self.upstream.answer(upstream, whole=True)
         with contextlib.suppress(ValueError):
-            sniffer.tokens = input_tokens(json.loads(b"".join(chunks)))
+            body = json.loads(bytes(answer.body))
+            calibrate(input_tokens(body), compacted_reply_tokens(body))
+        return answer
 
     # -- the store ---------------------------------------------------------------------
 

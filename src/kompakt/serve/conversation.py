@@ -29,7 +29,8 @@ from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import FormatError, MessageError
 from kompakt.formats.anthropic import from_anthropic, to_anthropic_messages
 from kompakt.formats.openai import from_openai, to_openai
-from kompakt.formats.responses import from_responses, to_responses
+from kompakt.formats.responses import COMPACTION, from_responses, to_responses
+from kompakt.formats.usage import with_tokens
 from kompakt.integrations._bridge import Mirror
 from kompakt.messages import Message
 from kompakt.overflow import Overflow
@@ -56,6 +57,12 @@ def source_of(api: Api, body: dict[str, Any]) -> list[Any]:
     if api == "anthropic":
         return [{SYSTEM_KEY: body.get("system")}, *messages]
     return list(messages)
+
+
+def _holds_compaction(m: Message) -> bool:
+    return m.role == "assistant" and any(
+        p.kind == "other" and p.data.get("type") == COMPACTION for p in m.content
+    )
 
 
 def _runs(items: Sequence[Any]) -> list[list[Any]]:
@@ -208,7 +215,12 @@ class Conversation:
             "anthropic": (_convert_anthropic, _render_anthropic),
             "responses": (_convert_responses, _render_responses),
         }[api]
-        self.mirror = Mirror(compactor, convert, render)
+        self._convert = convert
+        self.compacted_reply: int | None = None
+        """Tokens the upstream reported for a reply in which it compacted the conversation
+        (its own summary, which kompakt cannot count well): the next new message holding
+        a compaction block is counted at that."""
+        self.mirror = Mirror(compactor, self._converted, render)
         self.template = self.mirror.template
         self.chain = Chain()
         self.lock = asyncio.Lock()
@@ -228,6 +240,14 @@ class Conversation:
         self._sent: list[Any] | None = None
         self._wire: tuple[list[Any], bytes] | None = None
 
+    def _converted(self, obj: Any, pos: int) -> list[Message]:
+        messages = self._convert(obj, pos)
+        reply = self.compacted_reply
+        if reply is not None and any(_holds_compaction(m) for m in messages):
+            messages = [with_tokens(m, reply) if _holds_compaction(m) else m for m in messages]
+            self.compacted_reply = None
+        return messages
+
     @property
     def idle(self) -> bool:
         """No request holds it and nothing is waiting to be written: it can be let go."""
@@ -237,6 +257,23 @@ class Conversation:
     def items(self) -> list[Any]:
         """Every provider item received so far, in order (the mirror's source)."""
         return self.mirror.source
+
+    def continued(self, elements: Sequence[Any]) -> list[Any] | None:
+        """The items that a request's conversation array `elements`, new after the last
+        request's, add to `items`: the elements themselves, or for Responses their runs;
+        None when the first one continues the last run (a run is one item: read the
+        request whole)."""
+        if self.api != "responses":
+            return list(elements)
+        last = self.items[-1] if len(self.items) > 1 else None
+        goes_on = bool(
+            isinstance(last, list)
+            and last
+            and _model_output(last[-1])
+            and elements
+            and _model_output(elements[0])
+        )
+        return None if goes_on else list(_runs(elements))
 
     def take(self, new: Sequence[Any]) -> list[Message]:
         """Take in the items a request adds to `items`; returns the new originals (none

@@ -85,14 +85,13 @@ class Sessions:
         messages after it: locked, the new messages taken in; the body (parsed only
         where new) and the new originals. None when no conversation's last body is a
         prefix of `raw`: use `claim`. Release with ``conversation.lock.release()``."""
-        if api == "responses":  # its runs of items are not one item per array element
-            return None
         for conv in self._candidates(raw, name):
             known = conv.body
             body = known.follow(raw) if known is not None and conv.api == api else None
             if body is None:
                 continue
-            if api == "anthropic" and body.fields.get("system") != conv.items[0][SYSTEM_KEY]:
+            items = conv.continued(body.new)
+            if items is None or _elsewhere(api, body.fields, conv):
                 return None
             await conv.lock.acquire()
             if conv.body is not known:  # another request of it went first
@@ -100,7 +99,7 @@ class Sessions:
                 return None
             n = len(conv.items)
             try:
-                new = conv.take(body.new)
+                new = conv.take(items)
             except BaseException:
                 conv.lock.release()
                 raise
@@ -302,6 +301,20 @@ class Sessions:
                 ids.discard(cid)
                 if not ids:
                     del self._heads[head]
+
+
+def _elsewhere(api: Api, fields: dict[str, Any], conv: Conversation) -> bool:
+    """A request's fields put part of its conversation outside the array, other than
+    `conv` has it: Anthropic's ``system``, the Responses ``instructions``, or a Responses
+    request continuing a response the upstream holds."""
+    if api == "anthropic":
+        return bool(fields.get("system") != conv.items[0][SYSTEM_KEY])
+    if api == "responses":
+        return bool(
+            fields.get("instructions") != conv.items[0][SYSTEM_KEY]
+            or fields.get("previous_response_id") is not None
+        )
+    return False
 
 
 def _load(

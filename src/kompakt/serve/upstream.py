@@ -1,9 +1,12 @@
-"""The upstream client: one pooled `httpx.AsyncClient`, URLs joined, headers filtered.
+"""The upstream client: one pooled `httpx.AsyncClient`, URLs joined, headers filtered,
+answers handed back.
 
 Headers go through untouched except hop-by-hop ones, ``host``, ``content-length``,
 ``accept-encoding`` (the proxy reads streams as they pass, so it asks for them
 unencoded) and the proxy's own ``x-kompakt-*``. Credentials are forwarded and nothing
-else: never stored, never logged.
+else: never stored, never logged. An answer is streamed back as it arrives unless it is
+known to be small and whole (a JSON answer, a declared length under `WHOLE`): that one
+is read and sent in one piece, which spares a stream's per-response machinery.
 
 >>> join("http://127.0.0.1:8080/v1", "/v1/chat/completions", "")
 'http://127.0.0.1:8080/v1/chat/completions'
@@ -16,8 +19,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 
 import httpx
+from starlette.background import BackgroundTask
+from starlette.responses import Response, StreamingResponse
 
-__all__ = ["HOP_BY_HOP", "Upstream", "join", "request_headers", "response_headers"]
+__all__ = ["HOP_BY_HOP", "WHOLE", "Upstream", "join", "request_headers", "response_headers"]
 
 HOP_BY_HOP = frozenset(
     {
@@ -25,6 +30,10 @@ HOP_BY_HOP = frozenset(
         "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
     }
 )  # fmt: skip
+
+
+WHOLE = 1 << 20
+"""An answer declaring at most this many bytes is read whole before it is passed on."""
 
 
 def join(base: str, path: str, query: str) -> str:
@@ -85,6 +94,30 @@ class Upstream:
             # on a fresh one (a server that did answer never raises these)
             request = self.client.build_request(method, url, headers=headers, content=body)
             return await self.client.send(request, stream=True)
+
+    async def answer(
+        self,
+        response: httpx.Response,
+        *,
+        whole: bool = False,
+        on_chunk: Callable[[bytes], None] | None = None,
+        background: BackgroundTask | None = None,
+    ) -> Response:
+        """The upstream's `response` as the client's: read whole when `whole` or when it
+        declares a length up to `WHOLE`, else streamed as it arrives (`relay`)."""
+        headers = response_headers(response.headers)
+        declared = response.headers.get("content-length", "")
+        if whole or (declared.isdigit() and int(declared) <= WHOLE):
+            try:
+                data = await response.aread()
+            finally:
+                await response.aclose()
+            if on_chunk is not None:
+                on_chunk(data)
+            return Response(data, response.status_code, headers, background=background)
+        return StreamingResponse(
+            self.relay(response, on_chunk), response.status_code, headers, background=background
+        )
 
     @staticmethod
     async def relay(

@@ -1,8 +1,10 @@
-"""The input tokens an upstream reports, from a JSON response or an SSE stream.
+"""The input tokens an upstream reports, from a JSON response or an SSE stream, and what
+the reply cost when the upstream compacted the conversation itself.
 
 OpenAI reports ``usage.prompt_tokens`` (in the last chunk of a stream, when the client
 asked for it); Anthropic reports ``usage.input_tokens`` plus the cache reads and writes
-(in ``message_start`` of a stream).
+(in ``message_start`` of a stream), and, when it compacted, a ``compaction`` step in
+``usage.iterations`` (see `kompakt.formats.usage`).
 
 >>> input_tokens({"usage": {"prompt_tokens": 120, "completion_tokens": 5}})
 120
@@ -11,6 +13,11 @@ asked for it); Anthropic reports ``usage.input_tokens`` plus the cache reads and
 >>> sniff.feed(b'{"input_tokens":90,"cache_read_input_tokens":10}}}\\n\\n')
 >>> sniff.tokens
 100
+>>> sniff.feed(b'data: {"type":"message_delta","usage":{"output_tokens":40,"iterations":'
+...            b'[{"type":"compaction","output_tokens":700},'
+...            b'{"type":"message","output_tokens":40}]}}\n')
+>>> sniff.reply
+740
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["UsageSniffer", "input_tokens"]
+from kompakt.formats.usage import reply_tokens
+
+__all__ = ["UsageSniffer", "compacted_reply_tokens", "input_tokens"]
 
 _CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
@@ -40,6 +49,23 @@ def input_tokens(body: Any) -> int | None:
     return None
 
 
+def compacted_reply_tokens(body: Any) -> int | None:
+    """Tokens of a reply in which the upstream compacted the conversation (Anthropic's
+    ``compaction`` iteration and what followed it), from a response body or stream event;
+    None when it did not compact.
+
+    >>> compacted_reply_tokens({"usage": {"output_tokens": 5}}) is None
+    True
+    """
+    if not isinstance(body, Mapping):
+        return None
+    usage = body.get("usage")
+    if not isinstance(usage, Mapping):
+        message = body.get("message")
+        return compacted_reply_tokens(message) if isinstance(message, Mapping) else None
+    return reply_tokens(usage)
+
+
 class UsageSniffer:
     """Reads ``data:`` lines of an SSE stream as it passes and keeps the last usage seen.
 
@@ -48,6 +74,8 @@ class UsageSniffer:
 
     def __init__(self) -> None:
         self.tokens: int | None = None
+        self.reply: int | None = None
+        """What the reply cost when the upstream compacted (`compacted_reply_tokens`)."""
         self._tail = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -68,3 +96,6 @@ class UsageSniffer:
         found = input_tokens(event)
         if found is not None:
             self.tokens = found
+        reply = compacted_reply_tokens(event)
+        if reply is not None:
+            self.reply = reply
