@@ -43,6 +43,9 @@ class FakeUpstream:
 
     overflow_at: int | None = None
     usage_extra: int = 0
+    compact_next: int | None = None
+    """The next Anthropic answer compacts (as the server-side compaction does): a
+    ``compaction`` block first, and usage naming a compaction step of this many tokens."""
     seen: list[Seen] = field(default_factory=list)
 
     def app(self) -> Starlette:
@@ -56,9 +59,10 @@ class FakeUpstream:
         )
 
     def _check(self, request: Request, body: dict[str, Any], dialect: str) -> Seen:
-        doc: Any = {"openai": body.get("messages"), "responses": body.get("input")}.get(
-            dialect, body
-        )
+        given = body.get("input")
+        if isinstance(given, str):  # a Responses input may be one user message's text
+            given = [{"role": "user", "content": given}]
+        doc: Any = {"openai": body.get("messages"), "responses": given}.get(dialect, body)
         msgs = kompakt.loads(doc, format=dialect)
         problems = [str(p) for p in kompakt.find_problems(list(msgs), format=dialect)]  # type: ignore[arg-type]
         seen = Seen(
@@ -174,7 +178,18 @@ class FakeUpstream:
                 },
                 400,
             )
-        usage = {"input_tokens": seen.tokens + self.usage_extra, "output_tokens": 2}
+        usage: dict[str, Any] = {"input_tokens": seen.tokens + self.usage_extra, "output_tokens": 2}
+        content: list[dict[str, Any]] = [{"type": "text", "text": "ok"}]
+        if self.compact_next is not None:
+            content.insert(0, {"type": "compaction", "content": "The user asked for the logs."})
+            step = {"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+            usage["iterations"] = [
+                {**step, "type": "compaction", "input_tokens": seen.tokens,
+                 "output_tokens": self.compact_next},
+                {**step, "type": "message", "input_tokens": self.compact_next,
+                 "output_tokens": 2},
+            ]  # fmt: skip
+            self.compact_next = None
         message = {
             "id": "msg_1",
             "type": "message",
@@ -183,7 +198,7 @@ class FakeUpstream:
             "stop_reason": "end_turn",
             "stop_sequence": None,
             "usage": usage,
-            "content": [{"type": "text", "text": "ok"}],
+            "content": content,
         }
         if body.get("stream"):
             return StreamingResponse(_anthropic_stream(message), media_type="text/event-stream")

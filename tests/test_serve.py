@@ -18,6 +18,7 @@ from openai.types.chat import ChatCompletion
 from kompakt.compactor import Compactor
 from kompakt.formats.anthropic import from_anthropic
 from kompakt.serve import ServeConfig, create_app
+from kompakt.serve.conversation import source_of
 from kompakt.store import SQLiteStore
 from serve_helpers import TOOLS, FakeUpstream, serving, tool_turns
 
@@ -399,3 +400,79 @@ def test_responses_items_are_compacted_with_reasoning_kept_with_its_call(
             assert last[i + 1]["type"] == "function_call"
     conv = next(iter(proxy.sessions.conversations.values()))
     assert conv.api == "responses" and conv.stats.compactions >= 1
+
+
+def test_responses_requests_are_read_only_where_they_are_new(
+    fake: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    upstream, fake_url = fake
+    app, proxy = _proxy(fake_url, tmp_path, budget=1_500)
+    items: list[dict[str, Any]] = []
+    with serving(app) as url:
+        client = _openai(url)
+        hello = "hello, I have a log to read with you " * 4
+        client.responses.create(model="fake", instructions="be brief", input=hello)
+        items.append({"role": "user", "content": hello})
+        for t in range(16):
+            items.append({"role": "user", "content": f"turn {t}: read the log"})
+            if t == 9:  # an answer ends the request: its run goes on in the next one
+                items.append({"role": "assistant", "content": f"reading {t}"})
+            reply = client.responses.create(
+                model="fake",
+                instructions="be brief",
+                input=items,  # type: ignore[arg-type]
+                temperature=0.5,
+                tools=[{"type": "function", "name": "read", "parameters": {"type": "object"}}],
+            )
+            assert reply.output_text == "ok"
+            items += [
+                {"type": "reasoning", "id": f"rs_{t}", "summary": [], "encrypted_content": "e"},
+                {"type": "function_call", "id": f"fc_{t}", "call_id": f"call_{t}",
+                 "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": f"call_{t}", "output": "z" * 400},
+            ]  # fmt: skip
+    seen = upstream.seen
+    assert len(seen) == 17 and all(not s.problems for s in seen)
+    assert all(s.body["instructions"] == "be brief" for s in seen)
+    temperatures = [s.body.get("temperature") for s in seen]
+    assert temperatures == [None] + [0.5] * 16
+    assert max(s.tokens for s in seen) <= 1_500
+    # a string input is not an array: the second request is read whole too; the rest
+    # follow, but the one that continues the run of model output the last one ended with
+    assert proxy.sessions.followed == 17 - 3
+    conv = max(proxy.sessions.conversations.values(), key=lambda c: len(c.items))
+    assert conv.stats.compactions >= 1
+    sent = {"instructions": "be brief", "input": items[:-3]}  # the last request's
+    assert conv.items == source_of("responses", sent)
+
+
+def test_a_reply_the_upstream_compacted_in_is_counted_at_the_tokens_it_reported(
+    fake: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    upstream, fake_url = fake
+    app, proxy = _proxy(fake_url, tmp_path, budget=50_000)
+    history: list[Any] = []
+    with serving(app) as url:
+        client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+        for t in range(4):
+            history.append({"role": "user", "content": f"turn {t}: " + "logs " * 300})
+            upstream.compact_next = 1_234 if t == 1 else None
+            reply = client.beta.messages.create(
+                model="fake",
+                max_tokens=50,
+                messages=history,
+                betas=["compact-2026-01-12"],
+            )
+            history.append({"role": "assistant", "content": reply.content})
+    compacted = history[3]["content"]
+    assert [b.type for b in compacted] == ["compaction", "text"]
+    conv = next(iter(proxy.sessions.conversations.values()))
+    index = conv.mirror.index
+    holding = [
+        (m.metadata.get("tokens"), tokens)
+        for m, tokens in zip(index.messages, index.message_tokens, strict=True)
+        if any(p.data.get("type") == "compaction" for p in m.content)
+    ]
+    # the compaction step's 1,234 and the 2 of the reply after it, not kompakt's estimate
+    assert holding == [(1_236, 1_236)]
+    assert sum(index.message_tokens) == index.total_tokens
