@@ -422,7 +422,7 @@ def test_responses_requests_are_read_only_where_they_are_new(
                 instructions="be brief",
                 input=items,  # type: ignore[arg-type]
                 temperature=0.5,
-                tools=[{"type": "function", "name": "read", "parameters": {"type": "object"}}],
+                tools=[{"type": "function", "name": "read", "parameters": {}, "strict": False}],
             )
             assert reply.output_text == "ok"
             items += [
