@@ -142,11 +142,18 @@ class Proxy:
         return error_response(api, 502, f"no {api} upstream configured: start with {flag} URL")
 
     async def _send(
-        self, api: Api, method: str, url: str, headers: Mapping[str, str], body: bytes
+        self,
+        api: Api,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        sent: asyncio.Event | None = None,
     ) -> httpx.Response | Response:
-        """The upstream's response, or an error response when it could not be reached."""
+        """The upstream's response, or an error response when it could not be reached
+        (`sent` is set once the body is written, or it failed)."""
         try:
-            return await self.upstream.send(method, url, headers, body)
+            return await self.upstream.send(method, url, headers, body, sent)
         except httpx.TimeoutException:
             return error_response(
                 api, 504, f"upstream timed out after {self.config.timeout:g} s (--timeout)"
@@ -211,13 +218,14 @@ class Proxy:
             sent = await self._send(api, "POST", url, headers, raw)
             return sent if isinstance(sent, Response) else await self.upstream.answer(sent)
         conv, new, req = claimed
+        gone = asyncio.Event()  # set once the request is upstream: the store is written then
         try:  # the lock is held while the conversation changes, not while upstream answers
-            content, turn, sent_items = await self._prepare(conv, new, req)
+            content, turn, sent_items = await self._prepare(conv, new, req, gone)
         finally:
             conv.lock.release()
         turn.added_ms = (time.perf_counter() - started) * 1000
         turn.read_ms = (read - started) * 1000
-        upstream = await self._send(api, "POST", url, headers, content)
+        upstream = await self._send(api, "POST", url, headers, content, gone)
         if isinstance(upstream, httpx.Response) and upstream.status_code >= 400:
             upstream, sent_items = await self._recover(
                 conv, url, headers, req, upstream, turn, sent_items
@@ -264,7 +272,7 @@ class Proxy:
         return conv, new, _Request(api, raw, fields, located, count, len(conv.items))
 
     async def _prepare(
-        self, conv: Conversation, new: list[Any], req: _Request
+        self, conv: Conversation, new: list[Any], req: _Request, gone: asyncio.Event
     ) -> tuple[bytes, Turn, list[Any]]:
         """Store the new originals, compact when due: the bytes to send, the request's
         record, and the items sent."""
@@ -275,7 +283,7 @@ class Proxy:
         except Exception as e:  # never a 500 for compaction: forward as it came
             log.warning("conversation %s: compaction failed, forwarding as is: %r", conv.id, e)
             rendered, note = None, f"compaction failed ({type(e).__name__}); forwarded as is"
-        self._persist(conv, rendered)
+        self._persist(conv, rendered, gone)
         index = conv.mirror.index
         turn = Turn(
             at=time.time(),
@@ -364,10 +372,13 @@ class Proxy:
 
     # -- the store ---------------------------------------------------------------------
 
-    def _persist(self, conv: Conversation, rendered: Rendered | None) -> None:
+    def _persist(
+        self, conv: Conversation, rendered: Rendered | None, gone: asyncio.Event | None = None
+    ) -> None:
         """Write `conv`'s new originals, then the compaction `rendered` made (if any),
-        while the request goes upstream: a conversation's writes run one after another,
-        in the order its requests took the lock; `close` waits for them."""
+        once the request has gone upstream (`gone`: the write does not slow the sending)
+        while the upstream answers: a conversation's writes run one after another, in
+        the order its requests took the lock; `close` waits for them."""
         record = None
         if rendered is not None and rendered.event is not None:
             record = CompactionRecord.from_view(conv.mirror.view, rendered.event)
@@ -378,6 +389,8 @@ class Proxy:
         async def write() -> None:
             if before is not None:
                 await asyncio.wait([before])
+            if gone is not None:
+                await gone.wait()
             try:
                 await self._store_originals(conv)
                 if record is not None:

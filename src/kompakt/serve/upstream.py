@@ -16,7 +16,9 @@ is read and sent in one piece, which spares a stream's per-response machinery.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import httpx
 from starlette.background import BackgroundTask
@@ -83,17 +85,32 @@ class Upstream:
         )
 
     async def send(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        sent: asyncio.Event | None = None,
     ) -> httpx.Response:
-        """Send and return as soon as the status and headers arrive (the body streams)."""
-        request = self.client.build_request(method, url, headers=headers, content=body)
+        """Send and return as soon as the status and headers arrive (the body streams);
+        `sent` is set once the request's body is written (or it failed)."""
+        extensions = {} if sent is None else {"trace": _tracer(sent)}
         try:
-            return await self.client.send(request, stream=True)
-        except (httpx.RemoteProtocolError, httpx.ReadError):
-            # a pooled connection the server closed as the request went out: once more,
-            # on a fresh one (a server that did answer never raises these)
-            request = self.client.build_request(method, url, headers=headers, content=body)
-            return await self.client.send(request, stream=True)
+            request = self.client.build_request(
+                method, url, headers=headers, content=body, extensions=extensions
+            )
+            try:
+                return await self.client.send(request, stream=True)
+            except (httpx.RemoteProtocolError, httpx.ReadError):
+                # a pooled connection the server closed as the request went out: once
+                # more, on a fresh one (a server that did answer never raises these)
+                request = self.client.build_request(
+                    method, url, headers=headers, content=body, extensions=extensions
+                )
+                return await self.client.send(request, stream=True)
+        finally:
+            if sent is not None:
+                sent.set()
 
     async def answer(
         self,
@@ -134,3 +151,13 @@ class Upstream:
 
     async def close(self) -> None:
         await self.client.aclose()
+
+
+def _tracer(sent: asyncio.Event) -> Callable[[str, Any], Awaitable[None]]:
+    """An httpcore trace callback that sets `sent` when a request's body is written."""
+
+    async def trace(event: str, info: Any) -> None:
+        if event.endswith("send_request_body.complete"):
+            sent.set()
+
+    return trace
