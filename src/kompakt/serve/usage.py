@@ -15,7 +15,7 @@ asked for it); Anthropic reports ``usage.input_tokens`` plus the cache reads and
 100
 >>> sniff.feed(b'data: {"type":"message_delta","usage":{"output_tokens":40,"iterations":'
 ...            b'[{"type":"compaction","output_tokens":700},'
-...            b'{"type":"message","output_tokens":40}]}}\n')
+...            b'{"type":"message","output_tokens":40}]}}\\n')
 >>> sniff.reply
 740
 """
