@@ -47,6 +47,8 @@ from kompakt.notes.units import split_sentences
         "Another rule for you: we use pytest, not unittest.",
         "Never exceed the budget.",
         "Never embed secrets in code.",
+        "Keep it short.",
+        "Don't be verbose.",
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",
     ],
@@ -68,6 +70,11 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Siempre llueve en Bilbao en mayo.",  # what happens, not a rule
         "I use `with open()` but never wrote my own.",
         "Por favor, revisa el menú de mañana.",  # a one-off request
+        "Biscuit is a perfect name, don't you dare change it.",  # said to a friend
+        "Don't be hard on yourself.",
+        "Never too early for tiny jumpers.",
+        "Tacos are always the answer when the fridge is empty.",
+        "Keep it going.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -58,7 +58,8 @@ _INSTRUCTION_EN = re.compile(
     r"|whenever (?:i|you)|every time (?:i|you)|each time (?:i|you)|any time (?:i|you)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
     r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
-    r" started|tell anyone)\b)\w+"
+    r" started|tell anyone|feel|dare|you dare|stress|apologi[sz]e|blame|rush|bother|fret|beat yourself"
+    r"|be (?:hard|sorry|silly|shy|afraid|scared|a stranger|so|too))\b)\w+"
     r"|please (?:always|never|make sure|"
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
@@ -66,7 +67,8 @@ _INSTRUCTION_EN = re.compile(
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|(?:keep|bear) (?:that |this |it )?in mind|note that i\b"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
-    r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it|your (?:answers?|replies|responses))"
+    r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
+    r"|your (?:answers?|replies|responses))"
     r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
     r"|need you to)"
     r"|\b(?:i|we) (?:like my|like it when|hate it when|don't like|do not like|dislike"
@@ -338,17 +340,18 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
     angry", "it's always the same"), not how the work is to be done."""
     if cue.group().lower() not in ("always", "never"):
         return False
-    if _PAST.match(text, cue.end()):  # "never wrote my own", "always had"
-        return True
+    if _PAST.match(text, cue.end()) or _IDIOM.match(text, cue.end()):
+        return True  # "never wrote my own", "always had"; "never too early", "always a joy"
     before = _NARRATOR.search(text, 0, cue.end())
     return before is not None and before.end() == cue.end() and not _WANTS.match(text, cue.end())
 
 
 _NARRATOR = re.compile(
-    r"\b(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m)| have| had| has"
-    r"| was| were| am| is| are)?\s+(?:never|always)$",
+    r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m)| have| had| has"
+    r"| was| were| am| is| are)?|\w+(?:['’]s| is| are| was| were))\s+(?:never|always)$",
     re.IGNORECASE,
-)
+)  # "I have never", "it's always", "tacos are always": what is, not what to do
+_IDIOM = re.compile(r"\s+(?:too|a|an|fun|easy|mind|again|ever)\b", re.IGNORECASE)
 _PAST = re.compile(
     r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had|was|were|did|went|saw|seen|wrote|written|made|got|thought|knew"
     r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten)\b",
