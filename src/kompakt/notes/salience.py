@@ -542,6 +542,8 @@ class Salience:
         self.df = document_frequency
         self.n = max(1, documents)
         self._norm = math.log((1 + self.n) / 2 + 1)
+        self._unseen = math.log(1 + self.n)  # the IDF of a word said nowhere here
+        self._idf: dict[str, float] = {}
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Salience:
@@ -560,10 +562,17 @@ class Salience:
     def _rarity(self, t: _Text) -> float:
         if not t.content:
             return 0.0
-        seen = min(3, len(set(t.content)))
-        rarest = sorted({self.df.get(w, 0) for w in t.content})[:seen]
-        idf = sum(math.log((1 + self.n) / (1 + df)) for df in rarest) / len(rarest)
-        return min(1.0, idf / self._norm)
+        idf = self._idf
+        n, df, unseen = 1 + self.n, self.df, self._unseen
+        weights = set()
+        for w in t.content:
+            x = idf.get(w)
+            if x is None:  # each word's IDF is computed once per conversation
+                c = df.get(w, 0)
+                x = idf[w] = math.log(n / (1 + c)) if c else unseen
+            weights.add(x)
+        top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
+        return min(1.0, sum(top) / len(top) / self._norm)
 
     def query(self, text: str) -> dict[str, float]:
         """The rare words of what is asked (`text`), each with its weight here (its IDF):
