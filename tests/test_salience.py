@@ -48,6 +48,7 @@ from kompakt.notes.units import split_sentences
         "Never exceed the budget.",
         "Never embed secrets in code.",
         "Keep it short.",
+        "Also, small request: please communicate by email or here in the chat, not by phone.",
         "Don't be verbose.",
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",

@@ -66,6 +66,8 @@ _INSTRUCTION_EN = re.compile(
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|(?:keep|bear) (?:that |this |it )?in mind|note that i\b"
+    r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
+    r"|instead of)\b"  # "please use X, not Y"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
     r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
     r"|your (?:answers?|replies|responses))"
