@@ -83,10 +83,9 @@ def _steps() -> Iterator[list[dict[str, Any]]]:
         yield step
 
 
-def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_overflow(
-    small_llama: str, tmp_path: Path
-) -> None:
-    upstream: list[tuple[list[str], int]] = []
+def _recording_client(upstream: list[tuple[list[str], int]]) -> httpx.AsyncClient:
+    """The proxy's upstream client, recording each chat request it sends: its validation
+    problems and its tokens by kompakt's estimate."""
 
     async def record(request: httpx.Request) -> None:
         if request.url.path.endswith("/chat/completions"):
@@ -94,7 +93,14 @@ def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_o
             problems = [str(p) for p in kompakt.find_problems(list(messages), format="openai")]
             upstream.append((problems, MessageIndex(list(messages)).total_tokens))
 
-    client = httpx.AsyncClient(timeout=300, event_hooks={"request": [record]})
+    return httpx.AsyncClient(timeout=300, event_hooks={"request": [record]})
+
+
+def test_a_tool_run_through_the_proxy_to_llama_cpp_stays_valid_and_recovers_an_overflow(
+    small_llama: str, tmp_path: Path
+) -> None:
+    upstream: list[tuple[list[str], int]] = []
+    client = _recording_client(upstream)
     config = ServeConfig(
         openai_upstream=small_llama, budget=BUDGET, target=0.6, store=str(tmp_path / "s.db")
     )
@@ -170,14 +176,7 @@ def test_a_long_tool_run_through_the_proxy_to_llama_cpp_is_valid_and_within_budg
     compactions, since a prompt cache resumes from the first changed token; a low
     target keeps those re-reads few), 150 s. 300 turns read twice that: 5 minutes."""
     upstream: list[tuple[list[str], int]] = []
-
-    async def record(request: httpx.Request) -> None:
-        if request.url.path.endswith("/chat/completions"):
-            messages = kompakt.loads(json.loads(request.content)["messages"], format="openai")
-            problems = [str(p) for p in kompakt.find_problems(list(messages), format="openai")]
-            upstream.append((problems, MessageIndex(list(messages)).total_tokens))
-
-    client = httpx.AsyncClient(timeout=300, event_hooks={"request": [record]})
+    client = _recording_client(upstream)
     config = ServeConfig(
         openai_upstream=small_llama, budget=BUDGET, target=0.25, store=str(tmp_path / "s.db")
     )

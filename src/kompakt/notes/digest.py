@@ -56,6 +56,7 @@ from kompakt.notes.salience import (
     entity_signal,
     is_filler,
     is_instruction,
+    is_question,
     value_signal,
 )
 from kompakt.notes.units import Unit, split_sentences, split_units
@@ -642,6 +643,12 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+def _ranked_as(ex: _Extraction, source: str) -> str:
+    """Whose words a unit is ranked as: between two people, the other side's as the
+    user's."""
+    return "user" if ex.peers and source == "assistant" else source
+
+
 def _unspecific(text: str) -> bool:
     """States no value and names nothing (no number, date, name or identifier)."""
     return not value_signal(text) and not entity_signal(text)
@@ -650,7 +657,7 @@ def _unspecific(text: str) -> bool:
 def _limits(text: str) -> bool:
     """A statement of a limit (must, only, at most, ...), not a question: not a value
     ("the budget is now 4200") said beside a rule."""
-    return not text.rstrip().endswith(("?", "？")) and _LIMIT_RE.search(text) is not None
+    return not is_question(text) and _LIMIT_RE.search(text) is not None
 
 
 _LIMIT_RE = re.compile(
@@ -678,7 +685,7 @@ def _rank_units(ex: _Extraction) -> None:
             continue
         if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
             continue  # boilerplate: said word for word again and again, naming nothing
-        source = "user" if ex.peers and u.source == "assistant" else u.source
+        source = _ranked_as(ex, u.source)
         # what the user asks about now counts, whatever else the unit says
         s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
         if s >= _MIN_SALIENCE:
@@ -690,8 +697,7 @@ def _rank_units(ex: _Extraction) -> None:
     kept: list[tuple[Unit, float]] = []
     request = ex.request[0] if ex.request is not None else None
     for position, units in by_message.items():
-        source = units[0][0].source
-        source = "user" if ex.peers and source == "assistant" else source
+        source = _ranked_as(ex, units[0][0].source)
         cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
         if position >= 0 and units[0][1] != _CONTEXT_ONLY and len(units) > cap:
             # a message says a few things worth a line (a note's own items all stay), and

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from kompakt.notes.salience import content_words, entity_signal, value_signal
+from kompakt.notes.salience import content_words, entity_signal, is_question, value_signal
 
 __all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
 
@@ -125,8 +125,7 @@ def _statement(text: str) -> _Statement:
     words = content_words(text)
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
     # a question states nothing that could go stale
-    asked = text.rstrip().endswith(("?", "？"))
-    stateful = not asked and bool(value_signal(text) or entity_signal(text))
+    stateful = not is_question(text) and bool(value_signal(text) or entity_signal(text))
     return _Statement(subject, frozenset(words), bool(_UPDATE_CUE.search(text)), stateful)
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "entity_signal",
     "is_filler",
     "is_instruction",
+    "is_question",
     "self_fact_signal",
     "value_signal",
 ]
@@ -319,7 +320,7 @@ _FROM_NOW_ON_PHRASE = re.compile(
     r"|da ora in (?:poi|avanti))\b",
     re.IGNORECASE,
 )
-_PREFER = _wordset("prefiero preferimos prefiro preferimos préfère préférons bevorzuge preferisco")
+_PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
 _PLEASE = _wordset("bitte porfa")
 _PLEASE_PHRASE = re.compile(
     r"\bpor favor\b|\bs'il (?:te|vous) pla[iî]t\b|\bper favore\b|\bpor gentileza\b",
@@ -459,6 +460,15 @@ def is_instruction(text: str) -> bool:
     (False, False)
     """
     return _instruction(_read(text))
+
+
+def is_question(text: str) -> bool:
+    """Whether `text` asks (ends with a question mark, Latin or CJK).
+
+    >>> is_question("Is it Friday?"), is_question("是周五吗？"), is_question("It is Friday.")
+    (True, True, False)
+    """
+    return _read(text).question
 
 
 def is_filler(text: str) -> bool:
