@@ -521,10 +521,10 @@ def _extract(
                 issued = [last_command]
             if issued or agentic:  # an agent's step: its reasoning, decisions and values
                 _decisions(c, text, recency)
-                _facts(c, _CODE_BLOCK_RE.sub(" ", text), recency, weight=0.5, rules=False)
+                _facts(c, _without_code(text), recency, weight=0.5, rules=False)
             else:  # a reply in conversation: ranked by salience with everything said
                 _conversation(ex, m, pos, recency)
-            prose = _CODE_BLOCK_RE.sub(" ", text)
+            prose = _without_code(text)
             _identifiers(c, prose, recency, weight=1.0, values=bool(issued))
             _paths(c, prose, recency, weight=2.0)
             acted = bool(issued)
@@ -563,6 +563,13 @@ def _extract(
                 ex.asking = m.text
     _rank_units(ex)
     return ex
+
+
+def _without_code(text: str) -> str:
+    """`text` with its fenced blocks and commands blanked out."""
+    if "```" not in text and "<command>" not in text:
+        return text  # most replies: no block, and the search is dearer than the test
+    return _CODE_BLOCK_RE.sub(" ", text)
 
 
 def _agent_run(messages: Sequence[Message]) -> bool:
@@ -679,6 +686,7 @@ def _rank_units(ex: _Extraction) -> None:
         said_in.setdefault(u.text, set()).add(u.position)
     by_message: dict[int, list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
+    scored: dict[tuple[str, str], float] = {}  # a unit said again is scored once
     for u, recency, bonus in ex.units:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault(u.position, []).append((u, _CONTEXT_ONLY))
@@ -686,8 +694,10 @@ def _rank_units(ex: _Extraction) -> None:
         if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
             continue  # boilerplate: said word for word again and again, naming nothing
         source = _ranked_as(ex, u.source)
-        # what the user asks about now counts, whatever else the unit says
-        s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
+        s = scored.get((u.text, source), -1.0)
+        if s < 0:  # what the user asks about now counts, whatever else the unit says
+            s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
+            scored[u.text, source] = s
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency
@@ -744,7 +754,7 @@ def _request(c: _Collector, text: str, recency: float, room: int, tok: Tokenizer
 
 
 def _decisions(c: _Collector, text: str, recency: float) -> None:
-    prose = _CODE_BLOCK_RE.sub(" ", text)
+    prose = _without_code(text)
     for raw in _SENTENCE_RE.split(prose):
         s = raw.strip(" -*#>\t")
         if len(s) < 12 or s.endswith(":") or s.upper().startswith("THOUGHT"):

@@ -17,12 +17,19 @@ current.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from kompakt.notes.salience import content_words, entity_signal, is_question, value_signal
+from kompakt.notes.salience import (
+    content_words,
+    entity_signal,
+    is_question,
+    value_signal,
+    word_atoms,
+)
 
 __all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
 
@@ -120,13 +127,37 @@ class _Statement(NamedTuple):
     stateful: bool  # it states a value or names a thing: it can go stale
 
 
+# The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
+# the text holds one (or is CJK), which most statements do not.
+_UPDATE_GATE = frozenset(
+    re.findall(
+        r"\S+",
+        """now longer any anymore more instead actually change changed changing move moved moving
+    switch switched update updated replace replaced dropped cancel canceled cancelled
+    postponed rescheduled pushed new revise revised correction corrected scratch forget not
+    rather going forward raised lowered increased decreased extended shortened upgraded
+    downgraded migrated became becomes turned""",
+    )
+)
+
+
+def _update_cue(text: str) -> bool:
+    words = word_atoms(text)
+    if words.isdisjoint(_UPDATE_GATE) and not _CJK_UPDATE.search(text):
+        return False
+    return _UPDATE_CUE.search(text) is not None
+
+
+_CJK_UPDATE = re.compile(r"[改换现不取推更其]")
+
+
 @lru_cache(maxsize=1 << 14)
 def _statement(text: str) -> _Statement:
     words = content_words(text)
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
     # a question states nothing that could go stale
     stateful = not is_question(text) and bool(value_signal(text) or entity_signal(text))
-    return _Statement(subject, frozenset(words), bool(_UPDATE_CUE.search(text)), stateful)
+    return _Statement(subject, frozenset(words), _update_cue(text), stateful)
 
 
 def _subject_words(text: str) -> frozenset[str]:
@@ -254,19 +285,21 @@ def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
     {0: 2}
     """
     statements = [_statement(t) for t, _ in texts]
-    by_word: dict[str, list[int]] = {}
+    said: Counter[str] = Counter()  # how many statements name each word
+    by_word: dict[str, list[int]] = {}  # the statements that could go stale, by word
     for i, st in enumerate(statements):
-        for w in st.subject:
-            by_word.setdefault(w, []).append(i)
+        said.update(st.subject)
+        if st.stateful:  # only a statement of a value or a named thing can go stale
+            for w in st.subject:
+                by_word.setdefault(w, []).append(i)
     common = max(8, min(64, len(texts) // 20))
     gone: dict[int, int] = {}
     for j, (_, when) in enumerate(texts):
         newer = statements[j]
         rivals: set[int] = set()
         for w in newer.subject:
-            postings = by_word[w]
-            if len(postings) <= common:  # a word said everywhere names no subject
-                rivals.update(postings)
+            if said[w] <= common and w in by_word:  # a word said everywhere names no subject
+                rivals.update(by_word[w])
         for i in sorted(rivals):
             if i != j and texts[i][1] < when and _superseded(statements[i], newer):
                 gone[i] = j  # the newest statement that supersedes it wins

@@ -43,6 +43,7 @@ __all__ = [
     "is_question",
     "self_fact_signal",
     "value_signal",
+    "word_atoms",
 ]
 
 
@@ -238,23 +239,28 @@ _SELF_FACT_ZH = re.compile(r"是|有|住|在|买|叫")
 _ENTITY_CHARS = frozenset("@/`_")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Text:
-    """A unit read once: what every signal needs."""
+    """A unit read once: what every signal needs, and the signals read so far (the
+    score, supersession and the boilerplate check all ask for its values and names)."""
 
     text: str
+    lower: str
     words: frozenset[str]
     content: tuple[str, ...]
     cjk: bool
     digits: bool
     capitals: bool
     question: bool
+    value: float | None = None
+    entity: float | None = None
+    rule: bool | None = None
 
 
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
-    lower = text.lower()
-    words = _WORD.findall(lower.replace("’", "'"))  # one apostrophe: "we’re" is "we're"
+    lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
+    words = _WORD.findall(lower)
     cjk = bool(_CJK.search(text))
     content: list[str] = []
     for w in words:
@@ -268,10 +274,10 @@ def _read(text: str) -> _Text:
         else:
             content.append(w)
     digits = _DIGIT.search(text) is not None
-    capitals = text[1:] != lower[1:]
+    capitals = text[1:] != text[1:].lower()
     wordset = frozenset(words)
     question = text.rstrip().endswith(("?", "？"))
-    return _Text(text, wordset, tuple(content), cjk, digits, capitals, question)
+    return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
 
 
 def content_words(text: str) -> list[str]:
@@ -286,7 +292,26 @@ def content_words(text: str) -> list[str]:
     return list(_read(text).content)
 
 
+def word_atoms(text: str) -> frozenset[str]:
+    """The lower-cased words of `text` as a ``\\b``-bounded pattern sees them (runs of
+    word characters): a cheap gate before a pattern of many words.
+
+    >>> sorted(word_atoms("It's now-or-never, v2.1"))
+    ['1', 'it', 'never', 'now', 'or', 's', 'v2']
+    """
+    return frozenset(_ATOM.findall(_read(text).lower))
+
+
+_ATOM = re.compile(r"\w+")
+
+
 def _instruction(t: _Text) -> bool:
+    if t.rule is None:
+        t.rule = _reads_as_instruction(t)
+    return t.rule
+
+
+def _reads_as_instruction(t: _Text) -> bool:
     if len(t.text) < 8:
         return False
     if t.question:  # "could you stop using emojis from now on?" asks for good
@@ -388,24 +413,37 @@ def _cued(
 
 
 def _value(t: _Text) -> float:
-    if not t.digits and not (t.words & _DATE_WORDS):
+    if t.value is None:
+        t.value = _values(t)
+    return t.value
+
+
+def _values(t: _Text) -> float:
+    if not t.digits and t.words.isdisjoint(_DATE_WORDS):
         return 0.0
     text, words = t.text, t.words
     kinds = 0
-    if not _MONEY_CHARS.isdisjoint(text) or words & _CURRENCY_WORDS:
+    if not _MONEY_CHARS.isdisjoint(text) or not words.isdisjoint(_CURRENCY_WORDS):
         kinds += 1
-    if words & _DATE_WORDS or _NUMERIC_DATE.search(text):
+    # each pattern is searched only when a character it needs is there
+    if not words.isdisjoint(_DATE_WORDS) or (
+        not _DATE_CHARS.isdisjoint(text) and _NUMERIC_DATE.search(text)
+    ):
         kinds += 1
     if t.digits:
-        if _CLOCK.search(text) or words & _DURATION_WORDS:
+        if not words.isdisjoint(_DURATION_WORDS) or _CLOCK.search(text):
             kinds += 1
-        if "%" in text or words & _QUANTITY_WORDS:
+        if "%" in text or not words.isdisjoint(_QUANTITY_WORDS):
             kinds += 1
-        if _VERSION.search(text):
+        if ("." in text or _VERSION_WORDS.search(t.lower)) and _VERSION.search(text):
             kinds += 1
         if not kinds and _TWO_DIGITS.search(text):
             kinds = 1
     return float(kinds)
+
+
+_DATE_CHARS = frozenset("-/.月年")
+_VERSION_WORDS = re.compile("version|python|node|java")
 
 
 def _change(t: _Text) -> float:
@@ -414,6 +452,12 @@ def _change(t: _Text) -> float:
 
 
 def _entity(t: _Text) -> float:
+    if t.entity is None:
+        t.entity = _entities(t)
+    return t.entity
+
+
+def _entities(t: _Text) -> float:
     text = t.text
     kinds = 0
     if "://" in text or "www." in text:
@@ -559,12 +603,12 @@ class Salience:
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Salience:
+        said = Counter(texts)  # a unit said again counts again, but is read once
         df: Counter[str] = Counter()
-        n = 0
-        for t in texts:
-            df.update(set(_read(t).content))
-            n += 1
-        return cls(df, n)
+        for text, times in said.items():
+            for w in set(_read(text).content):
+                df[w] += times
+        return cls(df, said.total())
 
     def rarity(self, text: str) -> float:
         """0..1: how rare the unit's rarest words are here (mean of its top three IDFs,
