@@ -210,7 +210,8 @@ _DATE_WORDS = _wordset(
 _DIGIT = re.compile(r"\d")
 _MONEY_CHARS = frozenset("$€£¥₹元")
 _CURRENCY_WORDS = _wordset("usd eur gbp dollar dollars euro euros pound pounds yen bucks")
-_NUMERIC_DATE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|\d月|\d{4}年")
+# 2024-05-01, 5/1/24, 5月, 2024年; one leading digit, then the alternatives: a third the cost
+_NUMERIC_DATE = re.compile(r"\d(?:\d{3}-\d\d-\d\d|\d?[/.]\d{1,2}[/.]\d{2,4}|月|\d{3}年)")
 _CLOCK = re.compile(r"\d:\d\d|\d\s?[ap]\.?m\b|\d\s?(?:分钟|小时|天|周|个月|年)", re.IGNORECASE)
 _DURATION_WORDS = _wordset(
     """ms s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week
@@ -220,13 +221,17 @@ _QUANTITY_WORDS = _wordset(
     """percent kg g lb lbs km mi mile miles m cm mm ft gb mb kb tb token tokens request
     requests user users rps qps people person items item degrees words pages"""
 )
-_VERSION = re.compile(r"\d\.\d|\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
+_DOTTED = re.compile(r"\d\.\d")
+_NAMED_VERSION = re.compile(r"\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
+_VERSION_WORDS = ("version", "python", "node", "java")
 _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
 _HASH = re.compile(r"\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b")
 _ID = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-?\d|\b[A-Z0-9]+-[A-Z0-9]+-[A-Z0-9]")
-_CODE_NAME = re.compile(r"`[^`\n]{2,60}`|[a-z]_[a-z0-9]|\b[a-z]+[A-Z]\w")
+_QUOTED_CODE = re.compile(r"`[^`\n]{2,60}`")
+_SNAKE = re.compile(r"[a-z]_[a-z0-9]")
+_CAMEL = re.compile(r"\b[a-z]+[A-Z]\w")
 _SELF_VERBS = _wordset(
     """am was have had got live lives lived work works worked study studied bought own owns
     use used uses moved born married graduated started finished visited went travel
@@ -315,15 +320,75 @@ def _reads_as_instruction(t: _Text) -> bool:
     if len(t.text) < 8:
         return False
     if t.question:  # "could you stop using emojis from now on?" asks for good
-        return bool(t.words & _INSTRUCTION_GATE) and bool(_STANDING_QUESTION.search(t.text))
+        return (
+            bool(t.words & _INSTRUCTION_GATE)
+            and (t.cjk or _standing_cued(word_atoms(t.text)))
+            and bool(_STANDING_QUESTION.search(t.text))
+        )
     if t.cjk and _INSTRUCTION_ZH.search(t.text):
         return True
     if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
         return True
-    if not t.words & _INSTRUCTION_GATE:
+    if not t.words & _INSTRUCTION_GATE or not _instruction_cued(word_atoms(t.text)):
         return False
     text = t.text.replace("’", "'")
     return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
+
+
+def _instruction_cued(atoms: frozenset[str]) -> bool:
+    """Whether the words one of `_INSTRUCTION_EN`'s alternatives needs are all there:
+    the pattern is dear (tens of microseconds a sentence), the test is not."""
+    if not atoms.isdisjoint(_CUE_ALONE):
+        return True
+    return any(not atoms.isdisjoint(a) and not atoms.isdisjoint(b) for a, b in _CUE_PAIRS)
+
+
+_CUE_ALONE = _wordset(
+    """always never future general default whenever please pls remember stop mind note
+    preference preferences rule rules avoid prefer rather hate dislike stand eat allergic
+    vegetarian vegan lactose refer address don dont"""
+)
+_CUE_PAIRS = [
+    (_wordset(first), _wordset(second))
+    for first, second in (
+        ("from", "now here"),
+        ("going", "forward"),
+        ("for", "anything everything all any every"),
+        ("every each any", "time"),
+        ("do", "not"),
+        ("make be", "sure"),
+        ("no", "more"),
+        ("keep make", "it your"),
+        ("like want need", "you"),
+        ("like", "my it"),
+        ("love", "if"),
+        ("call", "me"),
+        ("answer reply respond write", "in"),
+        (
+            "use",
+            "metric imperial celsius fahrenheit british american formal informal bullet numbered",
+        ),
+        ("answer answers replies responses", "should must"),
+    )
+]
+
+
+def _standing_cued(atoms: frozenset[str]) -> bool:
+    """Whether the words `_STANDING_QUESTION` needs are there (its Chinese cues aside)."""
+    if not atoms.isdisjoint(_STANDING_ALONE):
+        return True
+    if any(not atoms.isdisjoint(a) and not atoms.isdisjoint(b) for a, b in _STANDING_PAIRS):
+        return True
+    return not atoms.isdisjoint(_ASKING) and "you" in atoms and not atoms.isdisjoint(_ASKED_TO)
+
+
+_STANDING_ALONE = _wordset("future whenever anymore")
+_STANDING_PAIRS = [
+    (_wordset(a), _wordset(b))
+    for a, b in (("from", "now"), ("going", "forward"), ("any", "more"), ("every", "time"))
+]
+_ASKING = _wordset("can could would will")
+_ASKED_TO = _wordset("always never stop not start keep use remember make avoid try")
 
 
 def _european_instruction(t: _Text) -> bool:
@@ -435,7 +500,7 @@ def _values(t: _Text) -> float:
             kinds += 1
         if "%" in text or not words.isdisjoint(_QUANTITY_WORDS):
             kinds += 1
-        if ("." in text or _VERSION_WORDS.search(t.lower)) and _VERSION.search(text):
+        if _version(t):
             kinds += 1
         if not kinds and _TWO_DIGITS.search(text):
             kinds = 1
@@ -443,7 +508,23 @@ def _values(t: _Text) -> float:
 
 
 _DATE_CHARS = frozenset("-/.月年")
-_VERSION_WORDS = re.compile("version|python|node|java")
+
+
+def _version(t: _Text) -> bool:
+    """3.11, v2.0.1, "Python 3": each pattern searched only when it could match."""
+    if "." in t.text and _DOTTED.search(t.text):
+        return True
+    return any(w in t.lower for w in _VERSION_WORDS) and bool(_NAMED_VERSION.search(t.text))
+
+
+def _code_name(t: _Text) -> bool:
+    """A `quoted` name, a snake_case or a camelCase one."""
+    text = t.text
+    return bool(
+        ("`" in text and _QUOTED_CODE.search(text))
+        or ("_" in text and _SNAKE.search(text))
+        or (t.capitals and _CAMEL.search(text))
+    )
 
 
 def _change(t: _Text) -> float:
@@ -470,7 +551,7 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if t.digits and _ID.search(text):
         kinds += 1
-    if ("`" in text or "_" in text or t.capitals) and _CODE_NAME.search(text):
+    if _code_name(t):
         kinds += 1
     if not t.capitals:  # no capital past the first letter: no name
         return float(kinds)
