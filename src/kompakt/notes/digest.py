@@ -185,12 +185,13 @@ _IDENT_RE = re.compile(
     r"|\b([0-9a-f]{7,40})\b"  # hashes
 )
 _VALUE_GROUPS = frozenset({2, 3, 4, 8})
-_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_CAMEL_RE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # a capital after a small letter: led by the rarer
 _DIGIT_RE = re.compile(r"\d")
 _ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
 _VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
 _WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
-_PATH_HINT_RE = re.compile(r"/|\w\.[A-Za-z]")
+# "name.ext": led by its dot, which the engine finds fast, unlike a leading \w
+_DOTTED_NAME_RE = re.compile(r"\.(?<=\w\.)[A-Za-z]")
 _CODE_LIKE = re.compile(r"[\w$.-][^\s`]*[\w)\]/]|[\w$.-][^`]*[_./()\[\]=:][^`]*[\w)\]/]")
 _EDIT_RE = re.compile(
     r"\bsed\s+-i|\s>>?\s*\S|\btee\b|\bcat\s*<<|\bpatch\b|\bgit apply\b|\bmv\b|\bcp\b|\brm\b"
@@ -981,7 +982,7 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
 def _paths(
     c: _Collector, text: str, recency: float, *, weight: float, edited: bool = False
 ) -> None:
-    if not _PATH_HINT_RE.search(text):
+    if "/" not in text and not _DOTTED_NAME_RE.search(text):
         return  # no slash and no "name.ext": no path (the full pattern is dearer)
     for p in _find_paths(text):
         _add_path(c, p, recency, weight, edited)

@@ -129,7 +129,8 @@ _CHANGE_PHRASE_GATE = _wordset(
 )
 _CHANGE_ZH = re.compile(r"决定|改成|改为|换成|换到|搬到|现在|不再|取消|推迟|更新|下一步")
 # A capitalized word that does not start the sentence: a name, a place, a product.
-_NAME = re.compile(r"(?<=[\w,;:)] )(?:[A-Z][\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]{2,}\b)")
+# (led by the capital, not the look behind it: the engine skips to capitals fast)
+_NAME = re.compile(r"[A-Z](?<=[\w,;:)] [A-Z])(?:[\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]+\b)")
 _NOT_NAMES = _wordset(
     "I I'm I've I'll I'd OK Ok AI Mr Mrs Ms Dr The This That These Those It My Your Our"
 )
@@ -232,6 +233,7 @@ _ID = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-?\d|\b[A-Z0-9]+-[A-Z0-9]+-[A-Z0-9]")
 _QUOTED_CODE = re.compile(r"`[^`\n]{2,60}`")
 _SNAKE = re.compile(r"[a-z]_[a-z0-9]")
 _CAMEL = re.compile(r"\b[a-z]+[A-Z]\w")
+_CAMEL_GATE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # what it needs, found fast
 _SELF_VERBS = _wordset(
     """am was have had got live lives lived work works worked study studied bought own owns
     use used uses moved born married graduated started finished visited went travel
@@ -523,7 +525,7 @@ def _code_name(t: _Text) -> bool:
     return bool(
         ("`" in text and _QUOTED_CODE.search(text))
         or ("_" in text and _SNAKE.search(text))
-        or (t.capitals and _CAMEL.search(text))
+        or (t.capitals and _CAMEL_GATE.search(text) and _CAMEL.search(text))
     )
 
 
