@@ -43,7 +43,7 @@ import math
 import re
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -59,6 +59,7 @@ from kompakt.notes.salience import (
     is_question,
     value_signal,
 )
+from kompakt.notes.speakers import speaker_label, transcript_speakers, transcript_turns
 from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
 
@@ -399,6 +400,7 @@ def standing_instructions(
     for k, line in enumerate(split_ledger(previous)[0]):
         ledger.add(line, order=-1.0 + k / 1e6)
     said = False
+    speakers = transcript_speakers([*messages, *later])
     for pos, m in enumerate([*messages, *later]):
         if is_note(m, opening=not said):
             for k, line in enumerate(split_ledger(m.text)[0]):
@@ -406,9 +408,10 @@ def standing_instructions(
             continue
         said = said or m.role not in ("system", "developer")
         if m.role == "user":
-            for u in split_units(m, pos):
-                if is_instruction(u.text):
-                    ledger.add(u.text, order=pos + u.order / 1e6, shown=pos < len(messages))
+            for u in split_units(m, pos, speakers=speakers):
+                if u.source == "user" and is_instruction(u.text):
+                    rule = _unlabelled(u.text, speakers)
+                    ledger.add(rule, order=pos + u.order / 1e6, shown=pos < len(messages))
     return [e.text for e in ledger.entries()]
 
 
@@ -483,6 +486,10 @@ class _Extraction:
     peers: bool = False
     """Two people talking (the other side writes like the user, not like an assistant):
     what either says about themselves weighs the same."""
+    speakers: dict[str, str] = field(default_factory=dict)
+    """A transcript sent as the user's messages: who each speaker its lines name is."""
+    turns: dict[int, int] = field(default_factory=dict)
+    """Where one message holds many turns of a transcript: each unit's turn in it."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -503,7 +510,8 @@ def _extract(
     said = False  # something besides notes and system messages came already
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
     agentic = _agent_run(messages)
-    ex.peers = not agentic and _peers(messages)
+    ex.speakers = {} if agentic else transcript_speakers([*messages, *later])
+    ex.peers = not agentic and _peers(messages, ex.speakers)
     for pos, m in enumerate(messages):
         recency = pos / n
         if is_note(m, opening=not said):
@@ -541,7 +549,7 @@ def _extract(
             # an agent's task, or what opened the conversation: a chat's later questions
             # are ranked with everything else that was said
             opening = agentic or (pos == 0 and not noted)
-            if not asked and opening and (agentic or _a_request(text)):
+            if not asked and opening and (agentic or _a_request(text)) and not _turns(ex, text):
                 asked, bonus = True, _IN_REQUEST
                 room = max_tokens // 4
                 if agentic:  # an agent's task: its rules go to the ledger, the rest is
@@ -587,13 +595,17 @@ def _agent_run(messages: Sequence[Message]) -> bool:
     return False
 
 
-def _peers(messages: Sequence[Message]) -> bool:
-    """Whether the other side writes like the user (about as long, message for message),
-    as in a chat between two people, not like an assistant, whose answers run several
+def _peers(messages: Sequence[Message], speakers: Mapping[str, str] | None = None) -> bool:
+    """Whether the other side writes like the user (about as long, turn for turn), as
+    in a chat between two people, not like an assistant, whose answers run several
     times longer than what it is asked."""
     said = [m for m in messages if not m.synthetic]
-    user = [len(m.text) for m in said if m.role == "user"]
-    other = [len(m.text) for m in said if m.role == "assistant"]
+    if speakers:  # a transcript: its turns are the lines that name their speaker
+        turns = transcript_turns(said, speakers)
+        user, other = turns.get("user", []), turns.get("assistant", [])
+    else:
+        user = [len(m.text) for m in said if m.role == "user"]
+        other = [len(m.text) for m in said if m.role == "assistant"]
     if len(user) < _PEER_MESSAGES or len(other) < _PEER_MESSAGES:
         return False
     return statistics.median(other) <= _PEER_LENGTH * statistics.median(user)
@@ -624,7 +636,9 @@ def _conversation(
     """The units of a user message or a conversational reply: standing instructions go
     to the ledger, the rest is ranked by salience once the whole span is read.
     `context_only` units (still in the conversation after the span) only supersede."""
-    units = split_units(m, pos, first_order=pos * 1000)
+    units = split_units(m, pos, first_order=pos * 1000, speakers=ex.speakers)
+    if ex.speakers:
+        _number_turns(ex, units)
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
@@ -637,7 +651,8 @@ def _conversation(
         limits = {u.order for u in units if _limits(u.text) and u.order not in rules}
     for u in units:
         if u.order in rules or u.order in limits:
-            ex.ledger.add(u.text, order=pos + u.order / 1e6, shown=not context_only)
+            rule = _unlabelled(u.text, ex.speakers)
+            ex.ledger.add(rule, order=pos + u.order / 1e6, shown=not context_only)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
             # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
@@ -651,10 +666,38 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+def _turns(ex: _Extraction, text: str) -> bool:
+    """Whether a message holds many turns of a transcript (a session pasted whole): it
+    is no request to keep whole."""
+    if not ex.speakers:
+        return False
+    return sum(1 for line in text.splitlines() if speaker_label(line) in ex.speakers) > 1
+
+
+def _number_turns(ex: _Extraction, units: Sequence[Unit]) -> None:
+    """Each turn of a transcript's message is capped like a message of its own."""
+    turn = 0
+    for u in units:
+        if ":" in u.text and speaker_label(u.text) in ex.speakers:
+            turn += 1
+        if turn > 1:
+            ex.turns[u.order] = turn
+
+
+def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
+    """`text` without the speaker a transcript's line opens with: who said it is no
+    part of what it is about (two rules of one speaker share no subject for it)."""
+    if speakers and ":" in text:
+        label = speaker_label(text)
+        if label in speakers:
+            return text.split(":", 1)[1].strip()
+    return text
+
+
 def _ranked_as(ex: _Extraction, source: str) -> str:
     """Whose words a unit is ranked as: between two people, the other side's as the
     user's."""
-    return "user" if ex.peers and source == "assistant" else source
+    return "user" if source == "peer" or (ex.peers and source == "assistant") else source
 
 
 def _unspecific(text: str) -> bool:
@@ -685,12 +728,13 @@ def _rank_units(ex: _Extraction) -> None:
     said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
     for u, _, _ in ex.units:
         said_in.setdefault(u.text, set()).add(u.position)
-    by_message: dict[int, list[tuple[Unit, float]]] = {}
+    # a message's units, or a turn's where a transcript's message holds many turns
+    by_message: dict[tuple[int, int], list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
     scored: dict[tuple[str, str], float] = {}  # a unit said again is scored once
     for u, recency, bonus in ex.units:
         if bonus == _CONTEXT_ONLY:
-            by_message.setdefault(u.position, []).append((u, _CONTEXT_ONLY))
+            by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
         if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
             continue  # boilerplate: said word for word again and again, naming nothing
@@ -702,12 +746,13 @@ def _rank_units(ex: _Extraction) -> None:
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency
-            by_message.setdefault(u.position, []).append((u, score))
+            turn = ex.turns.get(u.order, 0)
+            by_message.setdefault((u.position, turn), []).append((u, score))
             if s >= _SPECIFIC:
                 specific.add(u.order)
     kept: list[tuple[Unit, float]] = []
     request = ex.request[0] if ex.request is not None else None
-    for position, units in by_message.items():
+    for (position, _), units in by_message.items():
         source = _ranked_as(ex, units[0][0].source)
         cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
         if position >= 0 and units[0][1] != _CONTEXT_ONLY and len(units) > cap:
@@ -719,7 +764,9 @@ def _rank_units(ex: _Extraction) -> None:
         kept.extend(units)
     stale = {  # within one message a sentence does not outdate its neighbour
         old: new
-        for old, new in drop_superseded([(u.text, float(u.order)) for u, _ in kept]).items()
+        for old, new in drop_superseded(
+            [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept]
+        ).items()
         if kept[old][0].position != kept[new][0].position
     }
     for k, (u, score) in enumerate(kept):

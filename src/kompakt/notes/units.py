@@ -12,9 +12,11 @@ said it and where, so that what a note quotes from a tool can be attributed.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from kompakt.messages import Message
+from kompakt.notes.speakers import speaker_label
 
 __all__ = ["Unit", "split_sentences", "split_units"]
 
@@ -77,12 +79,31 @@ def split_sentences(line: str) -> list[str]:
     return joined
 
 
-def split_units(message: Message, position: int, *, first_order: int = 0) -> list[Unit]:
-    """The units of one message, in reading order."""
-    source = message.role if message.role != "developer" else "system"
+def split_units(
+    message: Message,
+    position: int,
+    *,
+    first_order: int = 0,
+    speakers: Mapping[str, str] | None = None,
+) -> list[Unit]:
+    """The units of one message, in reading order.
+
+    `speakers` maps the speakers a transcript's lines name ("Maya: ...") to the source
+    their lines are said by (see `kompakt.notes.speakers`); a line that names none is
+    said by the speaker before it.
+
+    >>> from kompakt.messages import Message
+    >>> m = Message.user("User: I'm vegan.\\nAssistant: Noted.\\nThe recipe follows.")
+    >>> who = {"User": "user", "Assistant": "assistant"}
+    >>> [u.source for u in split_units(m, 0, speakers=who)]
+    ['user', 'assistant', 'assistant']
+    """
+    source: str = message.role if message.role != "developer" else "system"
     tool = message.name or ""
     out: list[Unit] = []
     for line in message.text.splitlines():
+        if speakers and ":" in line:
+            source = speakers.get(speaker_label(line), source)
         for s in split_sentences(line):
             if len(s) < _MIN_CHARS:
                 continue
