@@ -52,6 +52,10 @@ from kompakt.notes.units import split_sentences
         "Don't be verbose.",
         "I always want the cheapest option listed first.",
         "For everything billing-related, copy my manager.",
+        # what the user's body or beliefs rule out holds for good, asked in passing or not
+        "Is peanut oil ok given my peanut allergy?",
+        "I'm vegetarian, so what could I cook for the party?",
+        "I don't eat pork, is this dish ok?",
     ],
 )
 def test_standing_instructions_are_recognised(text: str) -> None:
@@ -76,6 +80,8 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Never too early for tiny jumpers.",
         "Tacos are always the answer when the fridge is empty.",
         "Keep it going.",
+        "My sister's allergy season is starting.",  # not the user's
+        "Can I eat this after midnight?",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -321,6 +321,8 @@ def _instruction(t: _Text) -> bool:
 def _reads_as_instruction(t: _Text) -> bool:
     if len(t.text) < 8:
         return False
+    if not t.words.isdisjoint(_PERSONAL_WORDS) and _PERSONAL.search(t.text):
+        return True  # "is peanut oil ok, given my peanut allergy?": it holds for good
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
@@ -373,6 +375,20 @@ _CUE_PAIRS = [
         ("answer answers replies responses", "should must"),
     )
 ]
+
+
+# What the user's body or beliefs rule out, said in passing (often inside a question)
+_PERSONAL = re.compile(
+    r"\bmy (?:[\w-]+ ){0,2}(?:allerg(?:y|ies)|intolerances?)\b"
+    r"|\bi(?:'m|’m| am) (?:(?:very|severely|badly|quite|so|also|now) )?(?:allergic|intolerant"
+    r"|vegetarian|vegan|pescatarian|lactose|diabetic|pregnant|celiac|coeliac|kosher|halal)\b"
+    r"|\bi (?:can't|can’t|cannot|don't|don’t|do not) (?:eat|drink) \w+",
+    re.IGNORECASE,
+)
+_PERSONAL_WORDS = _wordset(
+    """allergy allergies allergic intolerance intolerances intolerant vegetarian vegan
+    pescatarian lactose diabetic pregnant celiac coeliac kosher halal eat drink"""
+)
 
 
 def _standing_cued(atoms: frozenset[str]) -> bool:
