@@ -228,6 +228,7 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
         "kompakt.notes.digest",
         "kompakt.notes.ledger",
         "kompakt.notes.salience",
+        "kompakt.notes.sessions",
         "kompakt.notes.speakers",
         "kompakt.notes.units",
     }, loaded

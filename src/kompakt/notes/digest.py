@@ -59,6 +59,7 @@ from kompakt.notes.salience import (
     is_question,
     value_signal,
 )
+from kompakt.notes.sessions import is_header, session_date
 from kompakt.notes.speakers import speaker_label, transcript_speakers, transcript_turns
 from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
@@ -242,6 +243,7 @@ _CD_PREFIX_RE = re.compile(r"^(?:\s*cd\s+\S+\s*(?:&&|;)\s*)+")
 _MAX_ITEM_CHARS = 300
 _KEY_HEAD, _KEY_TAIL = 1_000, 3_000  # characters of a long output `key_lines` reads
 _KEY_LINES_HEAD, _KEY_LINES_TAIL = 3, 12  # and lines of them
+_DATED_RE = re.compile(r"\[([^\]]{6,40})\] ")  # a fact dated by its session, in a note
 _IMPERATIVE_RE = re.compile(  # tool text that addresses the reader: data, never a fact
     r"^\W*(?:please\s+|now\s+|you\s+(?:must|should|need to|have to)\s+)?(?:ignore|disregard"
     r"|forget|override|run|execute|exec|delete|remove|drop|upload|send|download|curl|wget"
@@ -263,6 +265,7 @@ class _Item:
     count: int = 1
     flags: set[str] = field(default_factory=set)
     source: str = ""  # who printed a quoted line (tool and call): its label
+    when: str = ""  # the date of the session it was said in, where sessions are dated
 
 
 class _Collector:
@@ -490,6 +493,10 @@ class _Extraction:
     """A transcript sent as the user's messages: who each speaker its lines name is."""
     turns: dict[int, int] = field(default_factory=dict)
     """Where one message holds many turns of a transcript: each unit's turn in it."""
+    when: str = ""
+    """The date of the session being read, where a dated header opened it."""
+    dated: dict[int, str] = field(default_factory=dict)
+    """Each unit's session date (by its order), where sessions are dated."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -520,6 +527,7 @@ def _extract(
             continue
         said = said or m.role not in ("system", "developer")
         text = m.text
+        ex.when = session_date(text) or ex.when
         if m.role == "assistant":
             spoke = True
             issued = _calls(c, m, recency, commands)
@@ -639,6 +647,10 @@ def _conversation(
     units = split_units(m, pos, first_order=pos * 1000, speakers=ex.speakers)
     if ex.speakers:
         _number_turns(ex, units)
+    if ex.when and not context_only:  # the facts it keeps are dated; the header goes
+        if units and is_header(_unlabelled(units[0].text, ex.speakers)):
+            units = units[1:]
+        ex.dated.update((u.order, ex.when) for u in units)
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
@@ -780,7 +792,10 @@ def _rank_units(ex: _Extraction) -> None:
                 if not ex.request[1].text.strip(" \n[…]"):  # nothing of it is current
                     ex.c.items.pop(("requests", ex.request[1].key), None)
         if text:  # boilerplate said again is not more salient for it: no repeat bonus
-            ex.c.add("facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False)
+            item = ex.c.add(
+                "facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False
+            )
+            item.when = ex.dated.get(u.order, item.when)
 
 
 def _without_rules(m: Message, pos: int) -> str:
@@ -983,6 +998,7 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
     current: _Item | None = None
     parsed = False
     other: list[str] = []  # sections the digest does not write (a model's)
+    when = ""  # a dated fact dates those after it, up to the next date
     lines = text.splitlines()
     for k, line in enumerate(lines):
         order = -1.0 + 0.5 * k / len(lines)  # before anything new; later lines are newer
@@ -997,8 +1013,13 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
         elif section == "instructions" and line.startswith("- "):
             ex.ledger.add(line[2:], order=order)
         elif section == "facts" and line.startswith("- "):
-            unit = Unit(line[2:], "note", -1, int(-1_000_000 + k))
+            body = line[2:]
+            if (dated := _DATED_RE.match(body)) and session_date(dated.group(1)):
+                when, body = dated.group(1), body[dated.end() :]
+            unit = Unit(body, "note", -1, int(-1_000_000 + k))
             ex.units.append((unit, 0.0, _KEPT_BEFORE))
+            if when:
+                ex.dated[unit.order] = when
         elif section == "commands" and line.startswith(_READS):
             for part in line[len(_READS) :].split(_READ_SEP):
                 c.add(section, part, _BASE_SCORE[section], order).flags.add("exit 0")
@@ -1302,9 +1323,13 @@ def _render(chosen: list[_Item], rules: Sequence[str] = ()) -> str:
             out.append("<tool_output>")
         reads = [i for i in items if _quiet_read(i)]
         read_ids = {id(i) for i in reads}
-        source = ""
+        source = when = ""
         for i in items:
             if id(i) in read_ids:
+                continue
+            if i.when and i.when != when:  # the first fact of a session says its date
+                when = i.when
+                out.append(f"- [{when}] " + _line(i).replace("\n", "\n  "))
                 continue
             if i.source and i.source == source:  # more from the same call: under its label
                 out.append("  " + i.text.replace("\n", "\n  "))

@@ -1,0 +1,66 @@
+"""Sessions: the dates a conversation of many sessions is headed with.
+
+Long conversations often arrive as sessions, each opened by a line that dates it
+("[Session 3 — 14 May 2023]", "Session date: 2023/05/20 (Sat) 02:21", "DATE: 1:56 pm on
+8 May, 2023"). What a later session says is dated by its header alone, so a note that
+keeps the facts and drops the headers loses when anything happened. The digest reads the
+header once and dates the facts it keeps from that session instead.
+
+>>> session_date("[Session 3 — 14 May 2023]")
+'14 May 2023'
+>>> session_date("Session date: 2023/05/20 (Sat) 02:21\\nI moved to Oslo.")
+'2023/05/20 (Sat)'
+>>> session_date("I moved to Oslo on 14 May 2023.")
+''
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["session_date"]
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_WEEKDAY = r"(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)"
+_DATE = re.compile(
+    r"\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:\s*\(\w{2,9}\))?"  # 2023-05-20, 2023/05/20 (Sat)
+    rf"|{_WEEKDAY}?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH},?\s+\d{{4}}"  # 8 May, 2023
+    rf"|{_WEEKDAY}?{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"  # May 8th, 2023
+    r"|\d{1,2}/\d{1,2}/\d{2,4}"  # 5/8/23
+    r"|\d{4}年\d{1,2}月\d{1,2}日",
+    re.IGNORECASE,
+)
+# what a header says besides its date: a session's number, a time, a few labelling words
+_HEADER_WORDS = re.compile(
+    r"\b(?:session|sessions|date|day|time|timestamp|conversation|chat|part|week|on|at|am|pm"
+    r"|a\.m|p\.m|utc|gmt)\b|\d+|[^\w\s]",
+    re.IGNORECASE,
+)
+_MAX_HEADER = 100
+_OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
+
+
+def session_date(text: str) -> str:
+    """The date a message's first line heads a session with, or "" when that line is
+    not a dated header (a date said in a sentence is what it says, not a header)."""
+    head = text.lstrip()[: _MAX_HEADER + 1].split("\n", 1)[0].strip()
+    if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
+        return ""  # a sentence, not a header
+    if not any(c.isdigit() for c in head):
+        return ""
+    found = _DATE.search(head)
+    if found is None:
+        return ""
+    rest = _HEADER_WORDS.sub(" ", head[: found.start()] + " " + head[found.end() :])
+    if len(rest.split()) > _OTHER_WORDS:
+        return ""
+    return found.group().strip(" ,")
+
+
+def is_header(line: str) -> bool:
+    """Whether `line` is a dated session header and nothing else.
+
+    >>> is_header("[Session 3 — 14 May 2023]"), is_header("We met on 14 May 2023.")
+    (True, False)
+    """
+    return bool(session_date(line)) and "\n" not in line.strip()
