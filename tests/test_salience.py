@@ -176,6 +176,8 @@ def test_an_update_supersedes_the_stale_value() -> None:
             "Signed up to a gym in January, it's now basically a donation.",
         ),
         ("Did Ines love the cake on the 21st?", "Somebody brought brownies and now I love them."),
+        # one word in common, and nothing stated to replace the date
+        ("Due date is 30 August.", "Renee is due any day now, I'm so anxious."),
     ],
 )
 def test_chat_in_passing_does_not_outdate_a_fact(older: str, newer: str) -> None:
@@ -240,3 +242,22 @@ def test_the_other_speaker_of_a_chat_counts_when_specific() -> None:
     texts = ["I adopted a puppy named Luna last week.", "I can help you with that."]
     s = Salience.of(texts * 3)
     assert s.score(texts[0], "assistant") > 2 * s.score(texts[1], "assistant")
+
+
+def test_a_title_does_not_end_a_sentence_and_a_bare_value_keeps_its_gloss() -> None:
+    assert split_sentences("Her teacher is Mrs. Okafor. She is patient.") == [
+        "Her teacher is Mrs. Okafor.",
+        "She is patient.",
+    ]
+    assert split_sentences("He's fine, Dr. Halvorsen said so.") == [
+        "He's fine, Dr. Halvorsen said so."
+    ]
+    assert split_sentences("1:58:40. Under two hours!") == ["1:58:40. Under two hours!"]
+    assert split_sentences("It took long. 1:58:40.") == ["It took long. 1:58:40."]
+
+
+def test_a_name_given_is_an_entity_and_a_superlative_only_no_limit() -> None:
+    assert entity_signal("It's with a company called Brightwater Analytics.") == 2.0
+    assert entity_signal("I called mum about Paris.") == 1.0  # a call, not a name given
+    assert constraint_signal("I think I'm the only one who reads the books.") == 0.0
+    assert constraint_signal("Only use metric units.") == 1.0

@@ -184,7 +184,11 @@ def _same_subject(a: _Statement, b: _Statement) -> bool:
         return True
     # a change said in passing ("it's now basically a donation") shares a word with many
     # a statement: it names the older one's subject when it shares a fair part of it
-    return shared > 0 and b.cue and shared >= _CHANGED_SHARE * len(a.subject)
+    if not b.cue or shared < _CHANGED_SHARE * len(a.subject):
+        return False
+    # one word in common outdates only with a value or a name to replace it: "she is due
+    # any day now" leaves "the due date is 30 August" standing
+    return shared > 1 or b.stateful
 
 
 _CHANGED_SHARE = 0.3

@@ -234,6 +234,8 @@ _QUOTED_CODE = re.compile(r"`[^`\n]{2,60}`")
 _SNAKE = re.compile(r"[a-z]_[a-z0-9]")
 _CAMEL = re.compile(r"\b[a-z]+[A-Z]\w")
 _CAMEL_GATE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # what it needs, found fast
+_NAMING = re.compile(r"\b(?i:called|named|nicknamed|name is|name's|name’s)\s+[\"'“‘]?[A-Z]")
+_NAMING_WORDS = _wordset("called named nicknamed name name's")
 _SELF_VERBS = _wordset(
     """am was have had got live lives lived work works worked study studied bought own owns
     use used uses moved born married graduated started finished visited went travel
@@ -472,11 +474,15 @@ _WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re
 
 
 def _constraint(t: _Text) -> float:
-    return (
-        1.0
-        if _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH)
-        else 0.0
-    )
+    if not _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH):
+        return 0.0
+    if t.words & _CONSTRAINT_WORDS == _ONLY and _ONLY_IDIOM.search(t.lower):
+        return 0.0  # "the only one who reads the books": a superlative, not a limit
+    return 1.0
+
+
+_ONLY = frozenset({"only"})
+_ONLY_IDIOM = re.compile(r"\b(?:the|an|my|our|his|her|their|your|if|not) only\b")
 
 
 def _cued(
@@ -573,6 +579,8 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if not t.capitals:  # no capital past the first letter: no name
         return float(kinds)
+    if not t.words.isdisjoint(_NAMING_WORDS) and _NAMING.search(text):
+        kinds += 1  # "a company called Brightwater", "his name is Biscuit": a name given
     names = [n for n in _NAME.findall(text) if n.rstrip(".") not in _NOT_NAMES]
     return float(kinds + min(2, (len(names) + 1) // 2))
 

@@ -24,7 +24,9 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # end punctuation (no space needed). Abbreviations ("e.g. the") stay joined: a lower-case
 # word follows them.
 _SENTENCE_END = re.compile(
-    r"[.!?]\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
+    r"(?:[!?]|(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bMt)(?<!\bProf)(?<!\bSr)"
+    r"(?<!\bJr)(?<!\bvs)\.)"  # "Mrs. Okafor" is one name: a title's dot ends nothing
+    r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
 _ENDS = frozenset(".!?。！？；")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
@@ -55,6 +57,8 @@ def split_sentences(line: str) -> list[str]:
     ['The deadline is May 5.', 'We use Postgres 16! ok']
     >>> split_sentences("I hope so. Is it legal? (asking for a friend)")
     ['I hope so.', 'Is it legal? (asking for a friend)']
+    >>> split_sentences("1:58:40. Under two hours! Mrs. Okafor was there.")
+    ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
     """
     line = line.strip()
     if not line:
@@ -74,9 +78,18 @@ def split_sentences(line: str) -> list[str]:
     for s in out:
         if joined and s.startswith("(") and s.rstrip(".!?").endswith(")"):
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
+        elif joined and not _has_letters(joined[-1]):
+            joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
         elif s:
             joined.append(s)
+    if len(joined) > 1 and not _has_letters(joined[-1]):
+        value = joined.pop()
+        joined[-1] += " " + value
     return joined
+
+
+def _has_letters(text: str) -> bool:
+    return any(c.isalpha() for c in text)
 
 
 def split_units(
