@@ -256,8 +256,9 @@ def test_a_title_does_not_end_a_sentence_and_a_bare_value_keeps_its_gloss() -> N
     assert split_sentences("It took long. 1:58:40.") == ["It took long. 1:58:40."]
 
 
-def test_a_name_given_is_an_entity_and_a_superlative_only_no_limit() -> None:
+def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
     assert entity_signal("It's with a company called Brightwater Analytics.") == 2.0
     assert entity_signal("I called mum about Paris.") == 1.0  # a call, not a name given
     assert constraint_signal("I think I'm the only one who reads the books.") == 0.0
-    assert constraint_signal("Only use metric units.") == 1.0
+    assert constraint_signal("Mine only work in the left ear now.") == 0.0
+    assert constraint_signal("We can spend at most $500.") == 1.0

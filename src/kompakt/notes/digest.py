@@ -59,7 +59,7 @@ from kompakt.notes.salience import (
     is_question,
     value_signal,
 )
-from kompakt.notes.sessions import is_header, session_date
+from kompakt.notes.sessions import session_date, without_header
 from kompakt.notes.speakers import speaker_label, transcript_speakers, transcript_turns
 from kompakt.notes.units import Unit, split_sentences, split_units
 from kompakt.tokens import CharEstimator, Tokenizer
@@ -118,6 +118,7 @@ _LEDGER_SHARE = 0.8  # of a note (itself at most about half a budget); past it, 
 _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
 _RELEVANCE = 3.0  # a unit that speaks of what the user asks now: up to this much more
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
+_RECENCY = 0.5  # newer says more, among lines alike
 _KEPT_BEFORE = 1.0
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
@@ -648,8 +649,7 @@ def _conversation(
     if ex.speakers:
         _number_turns(ex, units)
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
-        if units and is_header(_unlabelled(units[0].text, ex.speakers)):
-            units = units[1:]
+        units = _without_header(units, ex.speakers)
         ex.dated.update((u.order, ex.when) for u in units)
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
@@ -684,6 +684,20 @@ def _turns(ex: _Extraction, text: str) -> bool:
     if not ex.speakers:
         return False
     return sum(1 for line in text.splitlines() if speaker_label(line) in ex.speakers) > 1
+
+
+def _without_header(units: list[Unit], speakers: Mapping[str, str]) -> list[Unit]:
+    """A message's units without the dated header it opens with."""
+    if not units:
+        return units
+    said = _unlabelled(units[0].text, speakers)
+    rest = without_header(said)
+    if rest == said:
+        return units
+    if not rest:
+        return units[1:]
+    label = units[0].text[: len(units[0].text) - len(said)]
+    return [units[0]._replace(text=label + rest), *units[1:]]
 
 
 def _number_turns(ex: _Extraction, units: Sequence[Unit]) -> None:
@@ -757,7 +771,7 @@ def _rank_units(ex: _Extraction) -> None:
             scored[u.text, source] = s
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
-            score = _UNIT_BASE + 6 * s / (s + 4) + bonus + 0.5 * recency
+            score = _UNIT_BASE + 9 * s / (s + 8) + bonus + _RECENCY * recency
             turn = ex.turns.get(u.order, 0)
             by_message.setdefault((u.position, turn), []).append((u, score))
             if s >= _SPECIFIC:

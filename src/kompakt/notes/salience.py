@@ -100,8 +100,8 @@ _STANDING_QUESTION = re.compile(
 
 # Constraints and changes: most cues are one word, read from the unit's word set; the
 # few phrases are searched only when their first word is there.
-_CONSTRAINT_WORDS = _wordset(
-    """must mustn't only maximum minimum max min limit limited cap capped deadline due budget
+_CONSTRAINT_WORDS = _wordset(  # not "only": "the only one", "mine only work in one ear"
+    """must mustn't maximum minimum max min limit limited cap capped deadline due budget
     require requires required requirement mandatory cannot can't forbidden allowed commit
     committed promise promises promised agreed guarantee guarantees guaranteed"""
 )
@@ -114,9 +114,9 @@ _CONSTRAINT_PHRASE_GATE = _wordset("at no up by")
 _CONSTRAINT_ZH = re.compile(r"必须|只能|最多|最少|不超过|截止|预算|限制|不能")
 _CHANGE_WORDS = _wordset(
     """decide decided deciding decision switch switched switching moved moving changed
-    changing update updated updating now anymore instead replace replaced replacing dropped
+    changing update updated updating anymore instead replace replaced replacing dropped
     dropping cancel canceled cancelled postpone postponed reschedule rescheduled chose picked
-    actually upgrade upgraded downgrade downgraded migrate migrated migrating raised lowered
+    upgrade upgraded downgrade downgraded migrate migrated migrating raised lowered
     increased decreased extended shortened confirmed approved rejected"""
 )
 _CHANGE_PHRASE = re.compile(
@@ -476,13 +476,7 @@ _WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re
 def _constraint(t: _Text) -> float:
     if not _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH):
         return 0.0
-    if t.words & _CONSTRAINT_WORDS == _ONLY and _ONLY_IDIOM.search(t.lower):
-        return 0.0  # "the only one who reads the books": a superlative, not a limit
     return 1.0
-
-
-_ONLY = frozenset({"only"})
-_ONLY_IDIOM = re.compile(r"\b(?:the|an|my|our|his|her|their|your|if|not) only\b")
 
 
 def _cued(

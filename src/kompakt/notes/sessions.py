@@ -10,6 +10,8 @@ header once and dates the facts it keeps from that session instead.
 '14 May 2023'
 >>> session_date("Session date: 2023/05/20 (Sat) 02:21\\nI moved to Oslo.")
 '2023/05/20 (Sat)'
+>>> session_date("[Session 5 — 2 April 2023] I got the job!")
+'2 April 2023'
 >>> session_date("I moved to Oslo on 14 May 2023.")
 ''
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["session_date"]
+__all__ = ["session_date", "without_header"]
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _WEEKDAY = r"(?:(?:mon|tues?|wed(?:nes)?|thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?\.?,?\s+)"
@@ -37,6 +39,7 @@ _HEADER_WORDS = re.compile(
     re.IGNORECASE,
 )
 _MAX_HEADER = 100
+_STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text may follow
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
 
 
@@ -44,6 +47,8 @@ def session_date(text: str) -> str:
     """The date a message's first line heads a session with, or "" when that line is
     not a dated header (a date said in a sentence is what it says, not a header)."""
     head = text.lstrip()[: _MAX_HEADER + 1].split("\n", 1)[0].strip()
+    if stamp := _STAMP.match(head):  # "[Session 5 — 2 April 2023] I need to tell you..."
+        head = stamp.group(1)
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
     if not any(c.isdigit() for c in head):
@@ -57,10 +62,15 @@ def session_date(text: str) -> str:
     return found.group().strip(" ,")
 
 
-def is_header(line: str) -> bool:
-    """Whether `line` is a dated session header and nothing else.
+def without_header(line: str) -> str:
+    """`line` without the dated session header it opens with ("" when it is one).
 
-    >>> is_header("[Session 3 — 14 May 2023]"), is_header("We met on 14 May 2023.")
-    (True, False)
+    >>> without_header("[Session 5 — 2 April 2023] I got the job!")
+    'I got the job!'
+    >>> without_header("Session date: 2023/05/20"), without_header("We met on 14 May 2023.")
+    ('', 'We met on 14 May 2023.')
     """
-    return bool(session_date(line)) and "\n" not in line.strip()
+    if not session_date(line):
+        return line
+    stamp = _STAMP.match(line)
+    return line[stamp.end() :].strip() if stamp else ""
