@@ -528,7 +528,7 @@ def _extract(
             continue
         said = said or m.role not in ("system", "developer")
         text = m.text
-        ex.when = session_date(text) or ex.when
+        ex.when = session_date(_unlabelled(text, ex.speakers)) or ex.when
         if m.role == "assistant":
             spoke = True
             issued = _calls(c, m, recency, commands)
@@ -749,7 +749,9 @@ def _rank_units(ex: _Extraction) -> None:
     few of each message that no later statement supersedes."""
     if not ex.units:
         return
-    salience = Salience.of(u.text for u, _, _ in ex.units)
+    # a transcript's speaker labels are ranked as no part of what is said
+    plain = [_unlabelled(u.text, ex.speakers) for u, _, _ in ex.units]
+    salience = Salience.of(plain)
     asking = salience.query(ex.asking)
     said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
     for u, _, _ in ex.units:
@@ -758,17 +760,17 @@ def _rank_units(ex: _Extraction) -> None:
     by_message: dict[tuple[int, int], list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
     scored: dict[tuple[str, str], float] = {}  # a unit said again is scored once
-    for u, recency, bonus in ex.units:
+    for (u, recency, bonus), text in zip(ex.units, plain, strict=True):
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
         if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
             continue  # boilerplate: said word for word again and again, naming nothing
         source = _ranked_as(ex, u.source)
-        s = scored.get((u.text, source), -1.0)
+        s = scored.get((text, source), -1.0)
         if s < 0:  # what the user asks about now counts, whatever else the unit says
-            s = salience.score(u.text, source) + _RELEVANCE * salience.relevance(u.text, asking)
-            scored[u.text, source] = s
+            s = salience.score(text, source) + _RELEVANCE * salience.relevance(text, asking)
+            scored[text, source] = s
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 9 * s / (s + 8) + bonus + _RECENCY * recency
