@@ -36,7 +36,7 @@ from kompakt.strategies import (
 )
 from kompakt.strategies._common import run_strategy_sync
 from kompakt.tokens import CharEstimator
-from kompakt.triggers import TokensBelow, TokensExceed
+from kompakt.triggers import Never, TokensBelow, TokensExceed
 from kompakt.view import View
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -527,3 +527,58 @@ def test_supersede_waits_while_the_newer_result_is_not_sent() -> None:
     view.restore(2)
     assert run_strategy_sync(strategy, view, CompactionContext(view)).changed
     assert view.render()[2].synthetic == "superseded"
+
+
+# -- a target the strategy cannot reach is explained -------------------------------------
+
+
+def _big_tail() -> MessageIndex:
+    """Twelve requests of 500 tokens each: the newest four groups alone take 2,000."""
+    requests = [Message.user(f"request {i}: " + "x" * 1_988) for i in range(12)]
+    return MessageIndex([Message.system("sys"), *requests], tokenizer=FLAT)
+
+
+def test_compact_explains_a_target_the_kept_tail_alone_exceeds() -> None:
+    from kompakt.strategies import ExtractiveDigest
+
+    idx = _big_tail()
+    compactor = Compactor(
+        TokensExceed(3_000),
+        strategy=ExtractiveDigest(keep_last_groups=4),
+        target=TokensBelow(1_000),
+    )
+    view, event = compactor.compact(idx)
+    assert view.total_tokens > 1_000  # the newest four groups stay, whatever the target
+    assert event.shortfall is not None
+    assert event.shortfall.startswith("target TokensBelow(limit=1000) not reached")
+    assert "keep_last_groups=4 keeps the newest 4 groups" in event.shortfall
+    assert "lower keep_last_groups" in event.shortfall
+    assert event.shortfall in event.summary()
+    # the same run, awaited, says the same; a target within reach says nothing
+    _, awaited = asyncio.run(
+        Compactor(
+            TokensExceed(3_000),
+            strategy=ExtractiveDigest(keep_last_groups=4),
+            target=TokensBelow(1_000),
+        ).compact_async(_big_tail())
+    )
+    assert awaited.shortfall == event.shortfall
+    _, reached = Compactor(
+        TokensExceed(3_000),
+        strategy=ExtractiveDigest(keep_last_groups=1),
+        target=TokensBelow(1_000),
+    ).compact(_big_tail())
+    assert reached.tokens_after <= 1_000 and reached.shortfall is None
+
+
+def test_run_explains_against_the_target_it_was_given() -> None:
+    compactor = Compactor(strategy=Truncation(min_preserved=3))
+    view = View(_big_tail())
+    event = compactor.run(view, target=TokensBelow(500))
+    assert event.shortfall is not None and "min_preserved=3" in event.shortfall
+    # a run to the strategy's end (apply_compaction's) has no target to miss
+    assert compactor.run(View(_big_tail()), target=Never()).shortfall is None
+    # a compactor's min_preserved is the option a shortfall names, at its value
+    overridden = Compactor(strategy=Truncation(), min_preserved=5)
+    event = overridden.run(View(_big_tail()), target=TokensBelow(500))
+    assert event.shortfall is not None and "min_preserved=5" in event.shortfall

@@ -198,6 +198,34 @@ def test_the_budget_limits_what_comes_back() -> None:
     assert not rehydrated(none)
 
 
+def test_a_tail_that_alone_passes_the_target_leaves_no_room_and_says_so() -> None:
+    msgs = [Message.user("task"), *read("c1", "app.py", "def main():\n    return 42\n")]
+    msgs += filler(6)
+    msgs += [Message.assistant(f"long answer {i} " + "z" * 2_000) for i in range(3)]
+    compactor = Compactor(
+        trigger=TokensExceed(800),
+        strategy=ExtractiveDigest(keep_last_groups=3),
+        target=TokensBelow(800),
+        rehydrate=Rehydrate(),
+    )
+    view, event = compactor.compact(MessageIndex(msgs))
+    assert view.total_tokens > 800 and not rehydrated(view)  # no room: nothing came back
+    assert event.shortfall is not None
+    assert "keep_last_groups=3 keeps the newest 3 groups" in event.shortfall
+    assert event.shortfall.endswith("nothing was rehydrated: no room was left under the target")
+    (step,) = [s for s in event.steps if s.strategy == "Rehydrate"]
+    assert step.detail is not None and "nothing rehydrated: 1 item(s)" in step.detail
+    # with room under the target, the file comes back and nothing is said
+    roomy = Compactor(
+        trigger=TokensExceed(800),
+        strategy=ExtractiveDigest(keep_last_groups=1),
+        target=TokensBelow(1_400),
+        rehydrate=Rehydrate(),
+    )
+    view, event = roomy.compact(MessageIndex(msgs))
+    assert rehydrated(view) and event.shortfall is None
+
+
 def test_nothing_comes_back_without_a_compaction() -> None:
     msgs = [Message.user("task"), *read("c1", "a.py", "a\n"), Message.user("go on")]
     view = View(MessageIndex(msgs))
@@ -237,6 +265,41 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
     sent = [m for r in model.requests for m in r if m.synthetic == "rehydrated"]
     assert sent and sent[-1].text.startswith(HEADER)
     assert all(not find_problems(list(r)) for r in model.requests)
+
+
+def test_the_agent_says_when_its_rehydration_found_no_room() -> None:
+    def read_file(path: str) -> str:
+        """Read a file.
+
+        Args:
+            path: the file.
+        """
+        return f"# {path}\n" + "code = 1\n" * 400  # about 900 tokens: two pass the target
+
+    script: list[Any] = [
+        Message.assistant(
+            tool_calls=[
+                ToolCall(id=f"c{i}", name="read_file", arguments=json.dumps({"path": f"m{i}.py"}))
+            ]
+        )
+        for i in range(4)
+    ] + ["done"]
+    flat = kompakt.CharEstimator(chars_per_token=4)
+    model = ScriptedModel(script, tokenizer=flat)
+    compactor = Compactor(
+        trigger=TokensExceed(1_500),
+        strategy=Truncation(min_preserved=2),
+        target=TokensBelow(900),
+        rehydrate=Rehydrate(files=1, max_file_tokens=200),
+        tokenizer=flat,
+    )
+    agent = Agent(model, tools=[read_file], compactor=compactor, recall=False)
+    result = agent.run_sync("read the modules")
+    assert result.compactions
+    shortfall = result.compactions[0].shortfall
+    assert shortfall is not None and "min_preserved=2" in shortfall
+    assert shortfall.endswith("nothing was rehydrated: no room was left under the target")
+    assert not [m for r in model.requests for m in r if m.synthetic == "rehydrated"]
 
 
 def test_supersede_reads_takes_the_same_file_recogniser() -> None:

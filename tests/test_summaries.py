@@ -31,6 +31,7 @@ from kompakt.strategies import (
     run_strategy,
 )
 from kompakt.strategies._summarizer import DEFAULT_TEMPLATE, SYSTEM_PROMPT, strip_header, trim_lines
+from kompakt.summarizers import DigestSummarizer
 from kompakt.validation import find_problems
 from kompakt.view import View
 
@@ -336,6 +337,57 @@ async def test_extractive_digest_strategy_rolls_its_own_note() -> None:
     await run(strategy, view)
     (note,) = summaries(view)
     assert "m0.py" in note.text and "m3.py" in note.text  # the old note carried forward
+
+
+@pytest.mark.parametrize("budget", [None, 900, 1_600, 3_000])
+async def test_extractive_digest_is_summarize_with_the_digest_summarizer(
+    budget: int | None,
+) -> None:
+    msgs = conversation(12)
+    shortcut, spelled_out = View(MessageIndex(msgs)), View(MessageIndex(msgs))
+    target = None if budget is None else kompakt.TokensBelow(budget)
+    digest = ExtractiveDigest(keep_last_groups=2)
+    same = Summarize(keep_last_groups=2, summarizer=DigestSummarizer(), note_share=0.7)
+    assert isinstance(digest, Summarize)
+    # a model given to the compaction is not asked: the strategy's own summarizer wins
+    model = ScriptedModel(SUMMARY)
+    extra = {} if target is None else {"target": target}
+    first = await run(digest, shortcut, summarizer=model, **extra)
+    second = await run(same, spelled_out, summarizer=model, **extra)
+    assert model.calls == 0 and first.model_calls == second.model_calls == 0
+    assert [(m.role, m.synthetic) for m in shortcut.render()] == [
+        (m.role, m.synthetic) for m in spelled_out.render()
+    ]
+    assert [m.text for m in shortcut.render()] == [m.text for m in spelled_out.render()]
+    assert summaries(shortcut)[0].metadata["summarizer"] == "digest"
+
+
+async def test_a_note_share_lets_a_model_summary_share_the_budget_with_the_tail() -> None:
+    msgs = conversation(12)  # about 2,700 tokens in 37 groups
+    budget = 1_500
+    tails = {}
+    for share in (None, 0.3):
+        view = View(MessageIndex(msgs))
+        model = ScriptedModel(SUMMARY)
+        strategy = Summarize(keep_last_groups=1, summarizer=model, note_share=share)
+        await run(strategy, view, target=kompakt.TokensBelow(budget))
+        rendered = view.render()
+        (note,) = summaries(view)
+        tails[share] = len(rendered) - rendered.index(note) - 1
+        assert view.total_tokens <= budget and model.calls == 1
+    # alone, the model's note leaves the newest group and the last request (protected);
+    # sharing, the tail keeps every newest group that fits in the rest of the budget
+    assert tails[None] == 2
+    idx = MessageIndex(msgs)
+    newest, used = [], 0
+    for g in reversed(idx.groups):
+        used += g.tokens
+        if used > budget * (1 - 0.3):
+            break
+        newest.append(g)
+    assert tails[0.3] == sum(g.size for g in newest) > 10
+    with pytest.raises(kompakt.ConfigError, match="note_share"):
+        Summarize(note_share=1.5)
 
 
 # -- the note fits the room the budget leaves ------------------------------------------------------

@@ -48,6 +48,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.registry import as_model
 from kompakt.overflow import Overflow
+from kompakt.shortfall import explain_shortfall, kept_by
 from kompakt.strategies._common import COMPOSITE, _token_limit, run_strategy_sync
 from kompakt.strategies.base import (
     CompactionContext,
@@ -363,9 +364,12 @@ class Compactor:
         """
         ctx, event, started = self._open(view, target, overrides, reason, summarizer)
         run_strategy_sync(self.strategy, view, ctx, check_trigger=check_trigger)
+        rehydrated = False
         if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
             run_strategy_sync(self.rehydrate, view, self._rehydrate_context(ctx))
-        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+            rehydrated = True
+        event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+        return self._explained(event, view, ctx, target, rehydrated=rehydrated)
 
     async def run_async(
         self,
@@ -381,9 +385,55 @@ class Compactor:
         """`run` for strategies that await a model (the same arguments)."""
         ctx, event, started = self._open(view, target, overrides, reason, summarizer)
         await run_strategy(self.strategy, view, ctx, check_trigger=check_trigger)
+        rehydrated = False
         if rehydrate and self.rehydrate is not None and any(s.changed for s in ctx.steps):
             await run_strategy(self.rehydrate, view, self._rehydrate_context(ctx))
-        return event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+            rehydrated = True
+        event.finish(view, ctx.steps, seconds=time.perf_counter() - started)
+        return self._explained(event, view, ctx, target, rehydrated=rehydrated)
+
+    def explain(
+        self,
+        view: View,
+        *,
+        target: Trigger | None = None,
+        overrides: Overrides | None = None,
+        rehydrated: bool = False,
+    ) -> str | None:
+        """Why `target` (default: the compactor's) does not hold on `view`, naming the
+        option of the strategy to change (see `kompakt.shortfall.explain_shortfall`);
+        None when it holds. `rehydrated`: the compactor's rehydration ran on `view`.
+
+        >>> from kompakt.strategies import Summarize
+        >>> c = Compactor(strategy=Summarize(keep_last_groups=3), target=TokensBelow(5))
+        >>> print(c.explain(View(MessageIndex([Message.user("hello " * 10)]))))
+        target TokensBelow(limit=5) not reached (15 tokens after compaction): \
+keep_last_groups=3 keeps the newest 3 groups verbatim (15 tokens); lower keep_last_groups
+        """
+        keep, option = kept_by(self.strategy, self.overrides if overrides is None else overrides)
+        return explain_shortfall(
+            view,
+            keep=keep,
+            option=option,
+            target=self.target if target is None else target,
+            rehydrate=rehydrated,
+        )
+
+    def _explained(
+        self,
+        event: CompactionEvent,
+        view: View,
+        ctx: CompactionContext,
+        target: Trigger | None,
+        *,
+        rehydrated: bool,
+    ) -> CompactionEvent:
+        """`event` with its `shortfall`: measured against the target the run was given,
+        else the compactor's own (not the one lowered to leave the rehydration room)."""
+        event.shortfall = self.explain(
+            view, target=target, overrides=ctx.overrides, rehydrated=rehydrated
+        )
+        return event
 
     def with_room(self) -> tuple[Overrides, Trigger]:
         """The overrides and target to compact with, leaving room for the rehydration

@@ -46,7 +46,6 @@ from kompakt.agent.checkpoint import Checkpoints, Hook
 from kompakt.agent.overflow_retry import call_recovering
 from kompakt.agent.recall import compact_context_tool, recall_tool
 from kompakt.agent.result import RunResult
-from kompakt.agent.target import kept_by
 from kompakt.agent.tools import Tool, ToolLike, as_tool, execute_calls
 from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import ConfigError, InputError, SessionConflict
@@ -54,6 +53,7 @@ from kompakt.index import MessageIndex
 from kompakt.messages import Message, ToolCall
 from kompakt.models.base import ChatModel, ChatResponse, ask, run_sync
 from kompakt.models.registry import as_model, model_from_env
+from kompakt.shortfall import kept_by
 from kompakt.store.base import HistoryStore
 from kompakt.store.memory import MemoryStore
 from kompakt.strategies.base import (

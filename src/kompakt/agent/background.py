@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from kompakt.agent.cadence import Cadence
 from kompakt.agent.calibration import Calibrated, Shifted
-from kompakt.agent.target import close_gap, explain_shortfall, kept_by
+from kompakt.agent.target import close_gap
 from kompakt.compactor import CompactionEvent
 from kompakt.index import MessageIndex
 from kompakt.messages import Message
 from kompakt.models.base import describe_error
+from kompakt.shortfall import explain_shortfall, kept_by
 from kompakt.strategies.base import (
     NO_OVERRIDES,
     Overrides,
@@ -437,9 +438,8 @@ class BackgroundCompaction:
             if self.pending:
                 event = await self.swap_in(view)
             if self.compactor.check(view):
-                view, event = await self.compactor.compact_async(index)
+                view, event = await self.compactor.compact_async(index)  # explains a shortfall
                 self.compacted(event)
-                event.shortfall = self.explain(view)
         self.prepare(view)
         return view, event
 

@@ -21,9 +21,9 @@ from kompakt.agent.calibration import Calibrated, Shifted
 from kompakt.agent.fresh import keep_fresh_results
 from kompakt.agent.recall import add_recall_notes
 from kompakt.agent.result import RunResult
-from kompakt.agent.target import explain_shortfall
 from kompakt.compactor import CompactionEvent, Compactor
 from kompakt.errors import BudgetImpossible
+from kompakt.shortfall import explain_shortfall
 from kompakt.store.base import HistoryStore
 from kompakt.store.records import CompactionRecord
 from kompakt.strategies._common import _token_limit
@@ -137,6 +137,7 @@ class Checkpoints:
             option=option,
             target=self.compactor.target,
             offset=self._offset,
+            rehydrate=self.compactor.rehydrate is not None,
         )
         if event.shortfall and not self._explained:
             self._explained = True

@@ -16,6 +16,7 @@ __all__ = [
     "MIN_NOTE_TOKENS",
     "Fit",
     "ceiling",
+    "newest_within",
     "note_fit",
     "room_after_drops",
     "room_for",
@@ -45,6 +46,20 @@ def ceiling(context: CompactionContext) -> int | None:
         return context.budget
     target = context.target
     return target.limit if isinstance(target, TokensBelow) else None
+
+
+def newest_within(view: View, room: float) -> int:
+    """How many of the newest groups the view still sends fit in `room` tokens, counted
+    from the newest back (the tail a note shares a budget with)."""
+    kept = used = 0
+    for g in range(view.index.group_count - 1, -1, -1):
+        if view.is_dropped(g):
+            continue
+        used += rendered_tokens(view, g)
+        if used > room:
+            break
+        kept += 1
+    return kept
 
 
 def room_after_drops(view: View, span: Span, room: int, need: int) -> tuple[int, int]:

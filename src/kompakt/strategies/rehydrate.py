@@ -159,6 +159,11 @@ class Rehydrate(BaseStrategy):
         covers = tuple(m.id for m in view.index.group_messages(anchor)) if stands_in else ()
         message = _compose(items, view.index.tokenizer, room, covers)
         if message is None:
+            if items:  # said, not silent: the compactor's shortfall says it too
+                context.note(
+                    detail=f"nothing rehydrated: {len(items)} item(s) to bring back, "
+                    f"{max(0, room)} tokens of room under the budget or target"
+                )
             return removed
         rendered = tuple(view.rendered(anchor))
         view.replace(anchor, (*rendered, message))

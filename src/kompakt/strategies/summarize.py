@@ -35,9 +35,11 @@ from typing import Literal, TypedDict, Unpack
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
 from kompakt.models.base import ChatModel, positive_int
+from kompakt.notes import Note, rolled_note
 from kompakt.strategies._summarizer import SummarizingStrategy
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, CompactionContext
-from kompakt.strategies.span import Span, originals, previous_of, span_of
+from kompakt.strategies.fit import ceiling, newest_within
+from kompakt.strategies.span import Span, later_than, originals, previous_of, span_of
 from kompakt.summarizers.base import Summarizer
 from kompakt.summarizers.prompt import DEFAULT_TEMPLATE
 from kompakt.triggers import TriggerLike
@@ -104,11 +106,17 @@ class Summarize(_ModelStrategy):
         timeout: seconds one summarizer call may take.
         recall_tool: name of a tool that fetches originals, mentioned in the summary.
         rolling: False re-reads every original each time (Koog's cost; for comparison).
+        note_share: under a budget (inside `Budgeted`, or with a `TokensBelow` target),
+            the share of it the note may grow to past `max_note_tokens`; the recent tail
+            keeps as many of the newest groups as fit in the rest (at least
+            `keep_last_groups`). With the digest, what the note leaves of its share goes
+            to the tail too. None (the default): the note is at most `max_note_tokens`
+            and the tail is `keep_last_groups` groups.
         trigger: the strategy's own trigger (default: whenever it is run).
 
     >>> s = Summarize(keep_last_groups=6, mode="replace", recall_tool="recall")
-    >>> s.keep_last_groups, s.mode, s.rolling
-    (6, 'replace', True)
+    >>> s.keep_last_groups, s.mode, s.rolling, s.note_share
+    (6, 'replace', True, None)
     """
 
     @renamed_options(
@@ -125,10 +133,13 @@ class Summarize(_ModelStrategy):
         template: str | None = DEFAULT_TEMPLATE,
         mode: Literal["accumulate", "replace"] = "accumulate",
         rolling: bool = True,
+        note_share: float | None = None,
         **limits: Unpack[SummaryLimits],
     ) -> None:
         if mode not in ("accumulate", "replace"):
             raise ConfigError(f"`mode` must be 'accumulate' or 'replace', got {mode!r}")
+        if note_share is not None and not 0 < note_share < 1:
+            raise ConfigError(f"`note_share` must be between 0 and 1, got {note_share!r}")
         super().__init__(
             keep_last_groups=keep_last_groups,
             summarizer=summarizer,
@@ -138,12 +149,64 @@ class Summarize(_ModelStrategy):
             **limits,
         )
         self.mode = mode
+        self.note_share = note_share
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
-        span = self.select_span(view, context)
+        tail = self.tail_groups(view, context)
+        span = self.select_span(view, context, keep_last_groups=tail)
         if not span.messages:
             return False
+        if self.rolling and self.uses_digest(context):
+            return self.digest_span(view, context, span, tail)
         return await self.summarize_span(view, context, span, merge=self.mode == "replace")
+
+    def digest_span(self, view: View, context: CompactionContext, span: Span, tail: int) -> bool:
+        """Stand the digest in for `span`. Under a shared budget the note is written
+        first (it costs nothing): what it leaves of its share goes to the tail, which
+        keeps more of the newest groups verbatim (a second, shorter digest)."""
+        written = self.first_note(view, context, span)
+        if written is not None:
+            limit, note = written
+            unused = limit - view.index.tokenizer.count_text(note.text)
+            cap = ceiling(context) or 0
+            # under a tenth of the budget the extra tail is not worth a second digest
+            wider = self.tail_groups(view, context, extra=unused) if unused > cap // 10 else tail
+            if wider > tail:
+                span = self.select_span(view, context, keep_last_groups=wider)
+                if not span.messages:
+                    return False
+                written = None
+        return self.finish(view, context, span, None, written=written)
+
+    def first_note(
+        self, view: View, context: CompactionContext, span: Span
+    ) -> tuple[int, Note] | None:
+        """Under a budget shared with the tail, the span's digest at the limit `finish`
+        starts from, ``(limit, note)``: what it leaves unused goes to the tail (None
+        without a budget or a `note_share`)."""
+        if ceiling(context) is None or self.note_share is None:
+            return None
+        fit = self.note_limit(view, context, span)
+        if fit is None:
+            return None
+        note = rolled_note(
+            span.read,
+            previous_of(span),
+            fit.limit,
+            tokenizer=view.index.tokenizer,
+            later=later_than(view, span),
+        )
+        return fit.limit, note
+
+    def tail_groups(self, view: View, context: CompactionContext, *, extra: int = 0) -> int:
+        """How many of the newest groups stay as they are: `keep_last_groups` without a
+        budget or a `note_share`; with both, as many as fit in the share the note leaves
+        (at least that), and `extra` tokens more."""
+        cap = ceiling(context)
+        if cap is None or self.note_share is None:
+            return self.kept(context)
+        room = cap * (1 - self.note_share) + extra
+        return max(self.kept(context), newest_within(view, room))
 
 
 class WholeHistory(_ModelStrategy):
