@@ -303,6 +303,11 @@ class MessageIndex:
     def group_count(self) -> int:
         return len(self._groups)
 
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether any group is a tool call (an agent's run, not a conversation)."""
+        return any(g.kind == "tool_call" for g in self._groups)
+
     def group_of(self, position: int) -> Group:
         """The group holding the message at `position`."""
         return self._groups[self._group_of[position]]

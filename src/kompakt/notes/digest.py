@@ -769,7 +769,9 @@ def _rank_units(ex: _Extraction) -> None:
         source = _ranked_as(ex, u.source)
         s = scored.get((text, source), -1.0)
         if s < 0:  # what the user asks about now counts, whatever else the unit says
-            s = salience.score(text, source) + _RELEVANCE * salience.relevance(text, asking)
+            s = salience.score(text, source)
+            if not is_question(text):  # the question asked before is no answer to it now
+                s += _RELEVANCE * salience.relevance(text, asking)
             scored[text, source] = s
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale

@@ -264,6 +264,7 @@ class _Text:
     value: float | None = None
     entity: float | None = None
     rule: bool | None = None
+    names: tuple[str, ...] = ()  # the names it says past its first word (with `entity`)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -576,7 +577,20 @@ def _entities(t: _Text) -> float:
     if not t.words.isdisjoint(_NAMING_WORDS) and _NAMING.search(text):
         kinds += 1  # "a company called Brightwater", "his name is Biscuit": a name given
     names = [n for n in _NAME.findall(text) if n.rstrip(".") not in _NOT_NAMES]
+    t.names = tuple(_name_key(n) for n in names)
     return float(kinds + min(2, (len(names) + 1) // 2))
+
+
+def _name_key(word: str) -> str:
+    """A name as its mentions share it: "Sheldon's", "Sheldon." and "Sheldon" are one."""
+    return re.sub(r"(?:['’]s)?\W*$", "", word).lower()
+
+
+def _opening_name(t: _Text, names: frozenset[str]) -> bool:
+    """Whether the unit opens with a name this conversation uses elsewhere ("Lila started
+    violin"): a capital that starts a sentence says nothing alone, a known name does."""
+    first = t.text.split(None, 1)[0] if t.text else ""
+    return first[:1].isupper() and _name_key(first) in names and first not in _NOT_NAMES
 
 
 def _self_fact(t: _Text) -> float:
@@ -695,8 +709,11 @@ class Salience:
     this conversation, then `score` each unit.
     """
 
-    def __init__(self, document_frequency: Counter[str], documents: int) -> None:
+    def __init__(
+        self, document_frequency: Counter[str], documents: int, names: frozenset[str] = frozenset()
+    ) -> None:
         self.df = document_frequency
+        self.names = names  # said past a sentence's first word somewhere in the conversation
         self.n = max(1, documents)
         self._norm = math.log((1 + self.n) / 2 + 1)
         self._unseen = math.log(1 + self.n)  # the IDF of a word said nowhere here
@@ -706,10 +723,14 @@ class Salience:
     def of(cls, texts: Iterable[str]) -> Salience:
         said = Counter(texts)  # a unit said again counts again, but is read once
         df: Counter[str] = Counter()
+        names: set[str] = set()
         for text, times in said.items():
-            for w in set(_read(text).content):
+            t = _read(text)
+            for w in set(t.content):
                 df[w] += times
-        return cls(df, said.total())
+            if t.capitals and _entity(t):
+                names.update(t.names)
+        return cls(df, said.total(), frozenset(names))
 
     def rarity(self, text: str) -> float:
         """0..1: how rare the unit's rarest words are here (mean of its top three IDFs,
@@ -767,6 +788,8 @@ class Salience:
             return 0.0  # nothing said, or a number alone ("(10)"): nothing to keep
         values = _value(t)
         entities = _entity(t)
+        if self.names and _opening_name(t, self.names):
+            entities += 1
         signal = (
             2.5 * _constraint(t)
             + 1.5 * min(values, 3.0)

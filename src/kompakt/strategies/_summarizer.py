@@ -71,6 +71,8 @@ class SummarizingStrategy(BaseStrategy):
     note_share: float | None = None
     """With a budget (or target), the share of it the note may grow to past
     `max_note_tokens` (None: the note's size is `max_note_tokens` alone)."""
+    chat_note_share: float | None = None
+    """The same in a conversation without tool calls (None: `note_share`)."""
     inline_without_model = True
     """Without a model `apply_async` never awaits, so `apply` may run it inline."""
 
@@ -156,17 +158,27 @@ class SummarizingStrategy(BaseStrategy):
         """Tokens the summary may take: its limit, half the span, what the budget (or the
         target) leaves once the span is gone (an estimate of the note's header aside)."""
         cap = ceiling(context)
-        return room_for(view, span_tokens, cap, self.size_limit(span_tokens, cap))
+        return room_for(view, span_tokens, cap, self.size_limit(span_tokens, cap, view))
 
-    def size_limit(self, span_tokens: int, cap: int | None = None) -> int:
-        """The note's own limit (see `fit.size_limit`)."""
-        return size_limit(span_tokens, cap, max_tokens=self.max_note_tokens, share=self.note_share)
+    def size_limit(self, span_tokens: int, cap: int | None = None, view: View | None = None) -> int:
+        """The note's own limit (see `fit.size_limit`), in `view` when it is known."""
+        share = self.share(view) if view is not None else self.note_share
+        return size_limit(span_tokens, cap, max_tokens=self.max_note_tokens, share=share)
+
+    def share(self, view: View) -> float | None:
+        """The note's share of a budget in `view`: `chat_note_share` in a conversation
+        without tool calls (what a chat is asked later lives in the note), else
+        `note_share` (an agent's work goes on from its newest steps, which the tail
+        keeps)."""
+        if self.chat_note_share is None or view.index.has_tool_calls:
+            return self.note_share
+        return self.chat_note_share
 
     def note_limit(self, view: View, context: CompactionContext, span: Span) -> Fit | None:
         """How big the note of `span` may be so that it fits under the budget (or target)
         (see `fit.note_fit`)."""
         cap = ceiling(context)
-        limit = self.size_limit(span.tokens, cap)
+        limit = self.size_limit(span.tokens, cap, view)
         if cap is None:
             return Fit(limit, cap)
         return note_fit(view, span, cap, limit, self.header_tokens(view, context, span))
@@ -343,7 +355,7 @@ class SummarizingStrategy(BaseStrategy):
             if excess <= 0 or limit <= 16:
                 break
             limit = max(16, limit - excess)
-        if placed and limit < self.size_limit(span.tokens, fit.cap):
+        if placed and limit < self.size_limit(span.tokens, fit.cap, view):
             context.note(detail=f"{self.name}: note shrunk to {limit} tokens to fit")
         return placed
 

@@ -2,8 +2,8 @@
 
 There is one summarizing strategy, `Summarize`; this name is its shortcut with
 `DigestSummarizer` (no model, no cost) and the note sharing a budget with the tail
-(`note_share=0.7`). The note itself is written by `kompakt.notes` (the digest engine, a
-leaf module); its names are re-exported here for code written against 0.1.
+(`note_share=0.7`, 0.85 in a chat). The note itself is written by `kompakt.notes` (the
+digest engine, a leaf module); its names are re-exported here for code written against 0.1.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ __all__ = ["SECTIONS", "ExtractiveDigest", "build_note", "clamp_tokens", "digest
 class ExtractiveDigest(Summarize):
     """Replace the older span with the extractive digest: no model, no cost.
 
-    The shortcut for ``Summarize(summarizer=DigestSummarizer(), note_share=0.7)``: it
+    The shortcut for ``Summarize(summarizer=DigestSummarizer(), note_share=0.7,
+    chat_note_share=0.85)``: it
     writes the digest whatever summarizer the compaction has. It keeps the newest groups
     (and everything protected) and stands one ``synthetic="summary"`` note in for the
     rest; a previous note is merged in, its standing instructions carried forward
@@ -37,6 +38,8 @@ class ExtractiveDigest(Summarize):
         keep_last_groups: newest groups always left as they are.
         max_note_tokens: the note's size limit (under a budget: at least this).
         note_share: share of a budget the note may take (None: `max_note_tokens` only).
+        chat_note_share: the same in a conversation without tool calls, where what is
+            asked later lives in the note more than in the newest turns.
         recall_tool: name of a tool that fetches originals, mentioned in the note.
 
     >>> from kompakt.messages import Message
@@ -66,6 +69,7 @@ class ExtractiveDigest(Summarize):
         keep_last_groups: int = 4,
         max_note_tokens: int = 800,
         note_share: float | None = 0.7,
+        chat_note_share: float | None = 0.85,
         recall_tool: str | None = None,
     ) -> None:
         super().__init__(
@@ -74,4 +78,5 @@ class ExtractiveDigest(Summarize):
             max_note_tokens=max_note_tokens,
             recall_tool=recall_tool,
             note_share=note_share,
+            chat_note_share=chat_note_share,
         )

@@ -112,6 +112,9 @@ class Summarize(_ModelStrategy):
             `keep_last_groups`). With the digest, what the note leaves of its share goes
             to the tail too. None (the default): the note is at most `max_note_tokens`
             and the tail is `keep_last_groups` groups.
+        chat_note_share: the same in a conversation without tool calls (None:
+            `note_share`): what a chat is asked later lives in the note, while an
+            agent goes on from its newest steps, which the tail keeps.
         trigger: the strategy's own trigger (default: whenever it is run).
 
     >>> s = Summarize(keep_last_groups=6, mode="replace", recall_tool="recall")
@@ -134,12 +137,14 @@ class Summarize(_ModelStrategy):
         mode: Literal["accumulate", "replace"] = "accumulate",
         rolling: bool = True,
         note_share: float | None = None,
+        chat_note_share: float | None = None,
         **limits: Unpack[SummaryLimits],
     ) -> None:
         if mode not in ("accumulate", "replace"):
             raise ConfigError(f"`mode` must be 'accumulate' or 'replace', got {mode!r}")
-        if note_share is not None and not 0 < note_share < 1:
-            raise ConfigError(f"`note_share` must be between 0 and 1, got {note_share!r}")
+        for name, share in (("note_share", note_share), ("chat_note_share", chat_note_share)):
+            if share is not None and not 0 < share < 1:
+                raise ConfigError(f"`{name}` must be between 0 and 1, got {share!r}")
         super().__init__(
             keep_last_groups=keep_last_groups,
             summarizer=summarizer,
@@ -150,6 +155,7 @@ class Summarize(_ModelStrategy):
         )
         self.mode = mode
         self.note_share = note_share
+        self.chat_note_share = chat_note_share
 
     async def apply_async(self, view: View, context: CompactionContext) -> bool:
         tail = self.tail_groups(view, context)
@@ -172,10 +178,14 @@ class Summarize(_ModelStrategy):
             # under a tenth of the budget the extra tail is not worth a second digest
             wider = self.tail_groups(view, context, extra=unused) if unused > cap // 10 else tail
             if wider > tail:
-                span = self.select_span(view, context, keep_last_groups=wider)
-                if not span.messages:
+                narrower = self.select_span(view, context, keep_last_groups=wider)
+                if not narrower.messages:
                     return False
-                written = None
+                # only when the shorter span's note still has the room the first one
+                # took: a wider tail is not worth a fact of the note
+                fit = self.note_limit(view, context, narrower)
+                if fit is None or fit.limit >= limit - unused:
+                    span, written = narrower, None
         return self.finish(view, context, span, None, written=written)
 
     def first_note(
@@ -184,7 +194,7 @@ class Summarize(_ModelStrategy):
         """Under a budget shared with the tail, the span's digest at the limit `finish`
         starts from, ``(limit, note)``: what it leaves unused goes to the tail (None
         without a budget or a `note_share`)."""
-        if ceiling(context) is None or self.note_share is None:
+        if ceiling(context) is None or self.share(view) is None:
             return None
         fit = self.note_limit(view, context, span)
         if fit is None:
@@ -203,9 +213,10 @@ class Summarize(_ModelStrategy):
         budget or a `note_share`; with both, as many as fit in the share the note leaves
         (at least that), and `extra` tokens more."""
         cap = ceiling(context)
-        if cap is None or self.note_share is None:
+        share = self.share(view)
+        if cap is None or share is None:
             return self.kept(context)
-        room = cap * (1 - self.note_share) + extra
+        room = cap * (1 - share) + extra
         return max(self.kept(context), newest_within(view, room))
 
 
