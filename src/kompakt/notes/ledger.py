@@ -105,6 +105,15 @@ _GENERIC = frozenset(
         "good",
         "great",
         "well",
+        # what labels an instruction, not what it is about ("rule for vendor emails: ...")
+        "rule",
+        "rules",
+        "preference",
+        "preferences",
+        "pls",
+        "btw",
+        "oh",
+        "thing",
     ]
 )
 

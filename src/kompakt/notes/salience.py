@@ -71,6 +71,10 @@ _INSTRUCTION_EN = re.compile(
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
+    r"|\b(?<!thanks )(?<!thank you )(?:in|for|on|to|off|into|with)"
+    r" (?:anything|everything|whatever|all|any \w+|every \w+)"
+    r" (?:that )?you (?:write|draft"
+    r"|send|make|give me|produce|create|post|suggest|recommend)\b"  # "in anything you write"
     r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
     r"|your (?:answers?|replies|responses))"
     r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
@@ -196,6 +200,7 @@ _STOP = _wordset(
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
     """for general rule default always never now here forward future whenever every each any
+    anything everything whatever all
     mind bear note start try
     don't dont do not please pls
     remember sure stop more avoid keep make prefer rather want need like hate dislike stand
@@ -352,6 +357,7 @@ def _instruction_cued(atoms: frozenset[str]) -> bool:
 
 _CUE_ALONE = _wordset(
     """always never future general default whenever please pls remember stop mind note
+    anything everything whatever
     preference preferences rule rules avoid prefer rather hate dislike stand eat allergic
     vegetarian vegan lactose refer address don dont"""
 )
