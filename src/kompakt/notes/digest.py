@@ -737,6 +737,8 @@ def _limits(text: str) -> bool:
     return not is_question(text) and _LIMIT_RE.search(text) is not None
 
 
+_SURVIVING_WORDS = 4  # what a stale statement leaves must say something of its own
+
 _LIMIT_RE = re.compile(
     r"\b(?:only|must|mustn't|at most|at least|no more than|not allowed|allowed only|never"
     r"|cannot|can't|nothing but|except)\b",
@@ -799,12 +801,20 @@ def _rank_units(ex: _Extraction) -> None:
         ).items()
         if kept[old][0].position != kept[new][0].position
     }
+    # the current value is worth what the stale one was: what it is about mattered
+    inherited: dict[int, float] = {}
+    for old, new in stale.items():
+        inherited[new] = max(inherited.get(new, 0.0), kept[old][1])
     for k, (u, score) in enumerate(kept):
         text = u.text
         if score == _CONTEXT_ONLY:
             continue
+        score = max(score, inherited.get(k, score))
         if k in stale:  # a later statement changed it: only what it did not change stays
             text = surviving_clauses(text, kept[stale[k]][0].text)
+            words = len(text.split())
+            if words < 2 or (words < _SURVIVING_WORDS and _unspecific(text)):
+                text = ""  # "Priya", "it was": no statement alone ("my partner Tomasz" is)
             if ex.request is not None and ex.request[0] == u.position:
                 ex.request[1].text = ex.request[1].text.replace(u.text, text or "[…]")
                 if not ex.request[1].text.strip(" \n[…]"):  # nothing of it is current
