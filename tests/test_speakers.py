@@ -16,6 +16,9 @@ CHAT = [
 ]
 
 
+ASSISTED = [("User" if who == "Ann" else "Assistant", text) for who, text in CHAT]
+
+
 def labelled(pairs: list[tuple[str, str]]) -> list[Message]:
     return [Message.user(f"{who}: {text}") for who, text in pairs]
 
@@ -58,7 +61,7 @@ def test_labels_people_write_in_a_chat_are_not_speakers() -> None:
     assert speaker_label("I moved: to Oslo") == ""
 
 
-def test_a_peers_advice_is_no_standing_instruction() -> None:
+def test_people_talking_instruct_no_assistant() -> None:
     said = labelled(
         [
             *CHAT,
@@ -67,22 +70,36 @@ def test_a_peers_advice_is_no_standing_instruction() -> None:
             *CHAT,
         ]
     )
+    assert standing_instructions(said) == []
+    note = digest(said, max_tokens=400)
+    assert split_ledger(note)[0] == []
+    assert "back up your photos" in note  # what they ask of each other is still said
+
+
+def test_the_assistants_advice_is_no_standing_instruction() -> None:
+    said = [
+        Message.user(f"{'User' if k % 2 == 0 else 'Assistant'}: {text}")
+        for k, (_, text) in enumerate(CHAT)
+    ]
+    said += [
+        Message.user("User: From now on, please answer me in French."),
+        Message.user("Assistant: Always back up your photos before you travel."),
+        *said,
+    ]
     rules = standing_instructions(said)
     assert rules == ["From now on, please answer me in French."]  # without its label
-    note = digest(said, max_tokens=400)
-    assert split_ledger(note)[0] == rules
-    assert "back up your photos" in note  # what the peer said is still a fact worth a line
+    assert split_ledger(digest(said, max_tokens=400))[0] == rules
 
 
 def test_a_speakers_rules_do_not_replace_each_other_for_sharing_a_label() -> None:
     said = labelled(
         [
-            ("Ann", "From now on, please answer with type hints in all code."),
-            ("Ben", "Will do."),
-            *CHAT,
-            ("Ann", "Small preference: please use pathlib everywhere instead of os.path."),
-            ("Ben", "Noted."),
-            *CHAT,
+            ("User", "From now on, please answer with type hints in all code."),
+            ("Assistant", "Will do."),
+            *ASSISTED,
+            ("User", "Small preference: please use pathlib everywhere instead of os.path."),
+            ("Assistant", "Noted."),
+            *ASSISTED,
         ]
     )
     assert standing_instructions(said) == [

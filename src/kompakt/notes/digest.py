@@ -405,13 +405,14 @@ def standing_instructions(
         ledger.add(line, order=-1.0 + k / 1e6)
     said = False
     speakers = transcript_speakers([*messages, *later])
+    people = "peer" in speakers.values()  # people talking instruct no assistant
     for pos, m in enumerate([*messages, *later]):
         if is_note(m, opening=not said):
             for k, line in enumerate(split_ledger(m.text)[0]):
                 ledger.add(line, order=pos - 1 + k / 1e6)
             continue
         said = said or m.role not in ("system", "developer")
-        if m.role == "user":
+        if m.role == "user" and not people:
             for u in split_units(m, pos, speakers=speakers):
                 if u.source == "user" and is_instruction(u.text):
                     rule = _unlabelled(u.text, speakers)
@@ -557,7 +558,7 @@ def _extract(
             bonus = 0.0
             # an agent's task, or what opened the conversation: a chat's later questions
             # are ranked with everything else that was said
-            opening = agentic or (pos == 0 and not noted)
+            opening = agentic or (pos == 0 and not noted and not _between_people(ex))
             if not asked and opening and (agentic or _a_request(text)) and not _turns(ex, text):
                 asked, bonus = True, _IN_REQUEST
                 room = max_tokens // 4
@@ -651,7 +652,11 @@ def _conversation(
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
         units = _without_header(units, ex.speakers)
         ex.dated.update((u.order, ex.when) for u in units)
-    rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+    # between people nobody instructs an assistant: what they ask of each other is
+    # ranked with everything else they say
+    rules: set[int] = set()
+    if not _between_people(ex):
+        rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
             rules.add(units[k - 1].order)
@@ -718,6 +723,13 @@ def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
         if label in speakers:
             return text.split(":", 1)[1].strip()
     return text
+
+
+def _between_people(ex: _Extraction) -> bool:
+    """A transcript of people talking (its speakers are named, none an assistant): no
+    assistant is instructed, nobody opens with a task. (Who only writes as briefly as
+    the user may still be an assistant: `peers` alone does not say so.)"""
+    return "peer" in ex.speakers.values()
 
 
 def _ranked_as(ex: _Extraction, source: str) -> str:

@@ -467,10 +467,11 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
 
 
 _NARRATOR = re.compile(
-    r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m)| have| had| has"
-    r"| was| were| am| is| are)?|\w+(?:['’]s| is| are| was| were))\s+(?:never|always)$",
+    r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m|ll)| have| had| has"
+    r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were))"
+    r"\s+(?:never|always)$",
     re.IGNORECASE,
-)  # "I have never", "it's always", "tacos are always": what is, not what to do
+)  # "I have never", "it's always", "they'll never", "I can never": what is, not what to do
 _IDIOM = re.compile(r"\s+(?:too|a|an|fun|easy|mind|again|ever)\b", re.IGNORECASE)
 _PAST = re.compile(
     r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had|was|were|did|went|saw|seen|wrote|written|made|got|thought|knew"
