@@ -700,7 +700,7 @@ def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
     (a second person in a chat between two) counts when it names something specific,
     so "I adopted a puppy named Luna" counts and "I can help with that" does not."""
     if source == "user":
-        return 2.0 * _self_fact(t)
+        return 1.5 * _self_fact(t)
     if source == "assistant" and specific:
         return 1.5 * _self_fact(t)
     return 0.0
@@ -801,7 +801,7 @@ class Salience:
             2.5 * _constraint(t)
             + 1.5 * min(values, 3.0)
             + 1.5 * _change(t)
-            + 1.2 * min(entities, 3.0)
+            + 1.6 * min(entities, 3.0)
             + _self_fact_weight(t, source, bool(values or entities))
             + 3.0 * self._rarity(t)
         )
