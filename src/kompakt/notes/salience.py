@@ -590,7 +590,11 @@ def _entities(t: _Text) -> float:
 
 def _name_key(word: str) -> str:
     """A name as its mentions share it: "Sheldon's", "Sheldon." and "Sheldon" are one."""
-    return re.sub(r"(?:['’]s)?\W*$", "", word).lower()
+    bare = word.rstrip(_TRAILING)
+    return bare.removesuffix("'s").removesuffix("’s").rstrip(_TRAILING).lower()
+
+
+_TRAILING = ".,;:!?\"')]}”’…-"
 
 
 def _opening_name(t: _Text, names: frozenset[str]) -> bool:

@@ -24,8 +24,8 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # end punctuation (no space needed). Abbreviations ("e.g. the") stay joined: a lower-case
 # word follows them.
 _SENTENCE_END = re.compile(
-    r"(?:[!?]|(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\bDr)(?<!\bSt)(?<!\bMt)(?<!\bProf)(?<!\bSr)"
-    r"(?<!\bJr)(?<!\bvs)\.)"  # "Mrs. Okafor" is one name: a title's dot ends nothing
+    r"(?:[!?]|\.(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMt\.)"
+    r"(?<!\bProf\.)(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.))"  # "Mrs. Okafor" is one name
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
 _ENDS = frozenset(".!?。！？；")
@@ -89,7 +89,10 @@ def split_sentences(line: str) -> list[str]:
 
 
 def _has_letters(text: str) -> bool:
-    return any(c.isalpha() for c in text)
+    return _LETTER.search(text) is not None
+
+
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def split_units(
