@@ -285,7 +285,8 @@ def main() -> None:
                 print(
                     f"{name:<22}{label:>7}{rounds:>7}{ins:>14.0%}{facts:>8.0%}{stale:>7}{tok:>9,.0f}"
                 )
-    written(methods)
+    for folder, author in ((WRITTEN, "first"), (WRITTEN / "set2", "second")):
+        written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,
     # where nothing is said twice word for word), a new span each time
     times = []
@@ -308,15 +309,16 @@ KINDS = {  # column -> the question kinds it counts
 }
 
 
-def written(methods: list[tuple[str, Method | None]]) -> None:
-    """Answers held on the hand-written conversations, by kind, once and after 5 rounds."""
+def written(methods: list[tuple[str, Method | None]], folder: Path, author: str) -> None:
+    """Answers held on one set of hand-written conversations, by kind, once and after 5
+    rounds."""
     convs = []
-    for path in sorted(WRITTEN.glob("conv_*.json")):
+    for path in sorted(folder.glob("conv_*.json")):
         doc = json.loads(path.read_text())
         said = [Message(role=m["role"], content=m["content"]) for m in doc["messages"]]
         convs.append((said, doc["questions"]))
     questions = sum(len(q) for _, q in convs)
-    print(f"\n{len(convs)} hand-written conversations, {questions} questions")
+    print(f"\n{len(convs)} conversations by the {author} author, {questions} questions")
     print(
         f"{'method':<22}{'budget':>7}{'rounds':>7}{'facts':>8}{'instructions':>14}{'updates':>9}"
         f"{'all':>6}{'stale':>7}"
