@@ -396,3 +396,18 @@ def test_the_other_side_is_a_peer_when_it_writes_like_the_user() -> None:
     ]
     assert _peers(friends * 4) and not _peers(helper * 4)
     assert not _peers(friends)  # too few messages to tell
+
+
+def test_what_spells_out_a_rule_goes_with_it() -> None:
+    from kompakt.notes import standing_instructions
+
+    said = [
+        Message.user("Can you keep replies short? Like two or three sentences. Thanks!"),
+        Message.assistant("Will do."),
+        Message.user("also can you skip the pleasantries? like the 'great question!' stuff"),
+    ]
+    assert standing_instructions(said) == [
+        "Can you keep replies short?",
+        "Like two or three sentences.",
+        "also can you skip the pleasantries? like the 'great question!' stuff",
+    ]

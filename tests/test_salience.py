@@ -56,6 +56,11 @@ from kompakt.notes.units import split_sentences
         "Is peanut oil ok given my peanut allergy?",
         "I'm vegetarian, so what could I cook for the party?",
         "I don't eat pork, is this dish ok?",
+        "can you skip the pleasantries at the start of answers?",
+        "please no spoilers though, I'm a week behind",
+        "另外别给我推荐成功学那种书，我很反感",
+        "我最喜欢的作家是余华，你能推荐一些类似风格的书吗？",
+        "also pls sign off anything you draft for me as just 'Noor'",
     ],
 )
 def test_standing_instructions_are_recognised(text: str) -> None:
@@ -82,6 +87,11 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Keep it going.",
         "My sister's allergy season is starting.",  # not the user's
         "Can I eat this after midnight?",
+        "They'll never know.",
+        "I can never sit still that long.",
+        "Please no worries!",
+        "I love everything you make!",
+        "Thanks for everything you suggest.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -413,8 +413,10 @@ def standing_instructions(
             continue
         said = said or m.role not in ("system", "developer")
         if m.role == "user" and not people:
-            for u in split_units(m, pos, speakers=speakers):
-                if u.source == "user" and is_instruction(u.text):
+            units = split_units(m, pos, speakers=speakers)
+            rules = _rules_of(units)
+            for u in units:
+                if u.order in rules:
                     rule = _unlabelled(u.text, speakers)
                     ledger.add(rule, order=pos + u.order / 1e6, shown=pos < len(messages))
     return [e.text for e in ledger.entries()]
@@ -654,12 +656,7 @@ def _conversation(
         ex.dated.update((u.order, ex.when) for u in units)
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
-    rules: set[int] = set()
-    if not _between_people(ex):
-        rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
-    for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
-        if k and u.order in rules and _BACK_REFERENCE.search(u.text):
-            rules.add(units[k - 1].order)
+    rules = set() if _between_people(ex) else _rules_of(units)
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
@@ -677,6 +674,12 @@ def _conversation(
 
 
 _RULE_MESSAGE_UNITS = 6
+# what spells out the rule before it: "like two or three sentences", "e.g. 09:00 CET"
+_ELABORATION = re.compile(
+    r"(?:like|e\.g\.|i\.e\.|such as|for example|for instance|meaning|so|max|at most|no more than)"
+    r"\b[^?]{0,80}$",
+    re.IGNORECASE,
+)
 _BACK_REFERENCE = re.compile(
     r"\b(?:keep|bear) (?:that|this|it) in mind|\b(?:that|this)(?:'s| is) a (?:rule|must)\b",
     re.IGNORECASE,
@@ -723,6 +726,18 @@ def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
         if label in speakers:
             return text.split(":", 1)[1].strip()
     return text
+
+
+def _rules_of(units: Sequence[Unit]) -> set[int]:
+    """The units of a message that state the user's standing instructions (by order)."""
+    rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+    for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
+        if k and u.order in rules and _BACK_REFERENCE.search(u.text):
+            rules.add(units[k - 1].order)
+    for k, u in enumerate(units[1:], start=1):  # "keep replies short? Like 3 sentences."
+        if units[k - 1].order in rules and _ELABORATION.match(u.text):
+            rules.add(u.order)
+    return rules
 
 
 def _between_people(ex: _Extraction) -> bool:

@@ -62,7 +62,7 @@ _INSTRUCTION_EN = re.compile(
     r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
     r" started|tell anyone|feel|dare|you dare|stress|apologi[sz]e|blame|rush|bother|fret"
     r"|beat yourself|be (?:hard|sorry|silly|shy|afraid|scared|a stranger|so|too))\b)\w+"
-    r"|please (?:always|never|make sure|"
+    r"|please (?:always|never|make sure|no(?! (?:worries|problem|rush|pressure|stress|need))|"
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
@@ -90,10 +90,12 @@ _INSTRUCTION_EN = re.compile(
 )
 _INSTRUCTION_ZH = re.compile(
     r"总是|始终|永远不要|永远别|一直要|每次|以后|从现在起|从现在开始|今后|不要|别再|请勿|务必|"
-    r"必须|记得|记住|我(?:更)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
+    r"必须|记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
+    r"|别给我|别跟我|别推荐|不要给我"
 )
 _STANDING_QUESTION = re.compile(
     r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
+    r"|skip|drop"
     r"|remember|make sure|avoid|try to)\b.*|\b(?:from now on|going forward|in (?:the )?future"
     r"|any ?more|every time|whenever)\b|以后|从现在起|每次",
     re.IGNORECASE,
@@ -200,7 +202,7 @@ _STOP = _wordset(
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
     """for general rule default always never now here forward future whenever every each any
-    anything everything whatever all
+    anything everything whatever all skip drop
     mind bear note start try
     don't dont do not please pls
     remember sure stop more avoid keep make prefer rather want need like hate dislike stand
@@ -331,6 +333,12 @@ def _reads_as_instruction(t: _Text) -> bool:
         return False
     if not t.words.isdisjoint(_PERSONAL_WORDS) and _PERSONAL.search(t.text):
         return True  # "is peanut oil ok, given my peanut allergy?": it holds for good
+    if t.cjk and _PERSONAL_ZH.search(t.text):
+        return True  # "我最喜欢的作家是余华，你能推荐…吗？"
+    if not t.question and "?" in t.text:  # "can you keep it short? like 3 lines."
+        asked = t.text[: t.text.index("?") + 1]
+        if _instruction(_read(asked)):
+            return True
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
@@ -394,6 +402,7 @@ _PERSONAL = re.compile(
     r"|\bi (?:can't|can’t|cannot|don't|don’t|do not) (?:eat|drink) \w+",
     re.IGNORECASE,
 )
+_PERSONAL_ZH = re.compile(r"我(?:最|很|比较)?(?:喜欢|讨厌|不吃|不喝)|我(?:对\w{1,6})?过敏|我吃素")
 _PERSONAL_WORDS = _wordset(
     """allergy allergies allergic intolerance intolerances intolerant vegetarian vegan
     pescatarian lactose diabetic pregnant celiac coeliac kosher halal eat drink"""
@@ -415,7 +424,7 @@ _STANDING_PAIRS = [
     for a, b in (("from", "now"), ("going", "forward"), ("any", "more"), ("every", "time"))
 ]
 _ASKING = _wordset("can could would will")
-_ASKED_TO = _wordset("always never stop not start keep use remember make avoid try")
+_ASKED_TO = _wordset("always never stop not start keep use remember make avoid try skip drop")
 
 
 def _european_instruction(t: _Text) -> bool:
