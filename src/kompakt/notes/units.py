@@ -59,6 +59,8 @@ def split_sentences(line: str) -> list[str]:
     ['I hope so.', 'Is it legal? (asking for a friend)']
     >>> split_sentences("1:58:40. Under two hours! Mrs. Okafor was there.")
     ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
+    >>> split_sentences("I sold the Civic. Got a cargo e-bike instead.")
+    ['I sold the Civic. Got a cargo e-bike instead.']
     """
     line = line.strip()
     if not line:
@@ -80,12 +82,18 @@ def split_sentences(line: str) -> list[str]:
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif joined and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
+        elif joined and _INSTEAD.search(s) and len(s.split()) <= _INSTEAD_WORDS:
+            joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
             joined.append(s)
     if len(joined) > 1 and not _has_letters(joined[-1]):
         value = joined.pop()
         joined[-1] += " " + value
     return joined
+
+
+_INSTEAD = re.compile(r"\binstead\W*$", re.IGNORECASE)
+_INSTEAD_WORDS = 6
 
 
 def _has_letters(text: str) -> bool:
