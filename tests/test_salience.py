@@ -272,3 +272,8 @@ def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
     assert constraint_signal("I think I'm the only one who reads the books.") == 0.0
     assert constraint_signal("Mine only work in the left ear now.") == 0.0
     assert constraint_signal("We can spend at most $500.") == 1.0
+
+
+def test_relevance_in_a_conversation_of_one_unit_is_none() -> None:
+    s = Salience.of(["Mrs. Okafor"])  # every word said everywhere: nothing is rare
+    assert s.relevance("Mrs. Okafor", s.query("Mrs. Okafor")) == 0.0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kompakt.messages import Message
 from kompakt.notes import digest, split_ledger, standing_instructions
 from kompakt.notes.speakers import speaker_label, transcript_speakers
@@ -121,3 +124,30 @@ def test_a_session_pasted_whole_is_no_request_kept_whole() -> None:
     note = digest(said, max_tokens=200)
     assert "## User requests" not in note
     assert "Aoife lives in Galway" in note
+
+
+PIECES = [
+    "Maya: ", "Tom: ", "User: ", "Assistant: ", "[Session 1 — 3 May 2023]", "\n", "hi",
+    "Session date: 2023/05/20 (Sat)", "I moved to Oslo.", "Mrs. Okafor", "1:58:40.", "?",
+    "Got it instead.", "like two.", "From now on use metric.", "我最喜欢", "**Bob**: yo", ":",
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["user", "assistant"]), st.lists(st.sampled_from(PIECES))),
+        min_size=1,
+        max_size=10,
+    ),
+    st.sampled_from([20, 80, 400]),
+)
+def test_labels_headers_and_fragments_never_break_a_note(
+    said: list[tuple[str, list[str]]], limit: int
+) -> None:
+    msgs = [Message(role=role, content="".join(parts) or "x") for role, parts in said]  # type: ignore[arg-type]
+    note = digest(msgs[:-1], max_tokens=limit, later=msgs[-1:])
+    speakers = transcript_speakers(msgs[:-1])
+    for rule in split_ledger(note)[0]:  # a transcript's rules are said without their label
+        assert speaker_label(rule) not in speakers
+    assert "peer" not in speakers.values() or standing_instructions(msgs[:-1]) == []

@@ -783,8 +783,9 @@ class Salience:
         out: dict[str, float] = {}
         for w in set(_read(text).content):
             df = self.df.get(w, 0)
-            if 0 < df <= max(2, self.n // 4):  # a word the conversation used, not everywhere
-                out[w] = math.log((1 + self.n) / (1 + df))
+            weight = math.log((1 + self.n) / (1 + df))
+            if 0 < df <= max(2, self.n // 4) and weight > 0:  # used here, not everywhere
+                out[w] = weight
         return out
 
     def relevance(self, text: str, query: dict[str, float]) -> float:
