@@ -461,11 +461,12 @@ def test_a_message_that_lists_facts_keeps_them_and_boilerplate_gives_way() -> No
 
 def test_a_chats_note_takes_more_of_the_budget_than_an_agents() -> None:
     from kompakt.index import MessageIndex
+    from kompakt.messages import ToolCall
     from kompakt.strategies.digest import ExtractiveDigest
     from kompakt.view import View
 
     msgs, _, _ = chat(3)
-    call = Message.assistant("", tool_calls=[{"id": "c1", "name": "ls", "arguments": "{}"}])
+    call = Message.assistant("", tool_calls=[ToolCall(id="c1", name="ls", arguments="{}")])
     agent = [*msgs[:-1], call, Message.tool("a.py", tool_call_id="c1"), msgs[-1]]
     digest = ExtractiveDigest()
     assert digest.share(View(MessageIndex(msgs))) == 0.85
