@@ -277,3 +277,9 @@ def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
 def test_relevance_in_a_conversation_of_one_unit_is_none() -> None:
     s = Salience.of(["Mrs. Okafor"])  # every word said everywhere: nothing is rare
     assert s.relevance("Mrs. Okafor", s.query("Mrs. Okafor")) == 0.0
+
+
+def test_a_taste_stated_is_worth_more_than_a_mood() -> None:
+    said = ["You know I hate cilantro, it tastes like soap.", "I'm so tired today, ugh."]
+    s = Salience.of(said * 3)
+    assert s.score(said[0], "user") > s.score(said[1], "user")

@@ -621,6 +621,26 @@ def _self_fact(t: _Text) -> float:
     return 1.0 if t.words & _SELF_WORDS and t.words & _SELF_VERBS else 0.0
 
 
+def _preference(t: _Text) -> float:
+    """A taste stated ("I hate cilantro", "my favourite flavour is pistachio", "I'm not
+    going on roller coasters"): 1, else 0."""
+    if t.words.isdisjoint(_PREFERENCE_WORDS):
+        return 0.0
+    return 1.0 if _PREFERENCE.search(t.text) else 0.0
+
+
+_PREFERENCE = re.compile(
+    r"\b(?:i|we)(?:['’]m| am| really| honestly| just| totally)? (?:hate|love|adore|loathe"
+    r"|can['’]t stand|cannot stand|refuse|detest|don['’]t (?:like|eat|drink|do))\b"
+    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going|never going|not a fan)",
+    re.IGNORECASE,
+)
+_PREFERENCE_WORDS = _wordset(
+    "hate love adore loathe stand refuse detest don't favorite favourite going fan"
+)
+_PREFERENCE_WEIGHT = 1.5
+
+
 def _filler(t: _Text) -> bool:
     if len(t.words) > 16 or not t.words <= _FILLER_VOCABULARY:
         return False
@@ -817,6 +837,7 @@ class Salience:
             + 1.5 * _change(t)
             + 1.6 * min(entities, 3.0)
             + _self_fact_weight(t, source, bool(values or entities))
+            + _PREFERENCE_WEIGHT * _preference(t)
             + 3.0 * self._rarity(t)
         )
         if len(t.content) < 3 and not (values or entities):
