@@ -129,7 +129,8 @@ def test_a_background_preparation_keeps_what_a_compaction_at_the_trigger_keeps()
 
     kept = asyncio.run(main())
     assert len(kept) >= 2
-    assert all(k == list(range(k[-1] - 3, k[-1] + 1)) for k in kept)  # the newest 4, raw
+    # the newest 4 at least, raw and unbroken (a chat's note may leave the tail one more)
+    assert all(len(k) >= 4 and k == list(range(k[0], k[-1] + 1)) for k in kept), kept
     assert vars(strategy) == before
 
 
