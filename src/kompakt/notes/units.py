@@ -82,7 +82,7 @@ def split_sentences(line: str) -> list[str]:
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif joined and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
-        elif joined and _INSTEAD.search(s) and len(s.split()) <= _INSTEAD_WORDS:
+        elif joined and _instead(s):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
             joined.append(s)
@@ -92,7 +92,12 @@ def split_sentences(line: str) -> list[str]:
     return joined
 
 
-_INSTEAD = re.compile(r"\binstead\W*$", re.IGNORECASE)
+def _instead(sentence: str) -> bool:
+    """A short sentence ending in "instead": it says what replaced the one before."""
+    bare = sentence.rstrip(" .!?…").lower()
+    return bare.endswith(" instead") and bare.count(" ") < _INSTEAD_WORDS
+
+
 _INSTEAD_WORDS = 6
 
 
