@@ -379,6 +379,21 @@ def test_what_the_user_asks_now_decides_between_equally_salient_lines() -> None:
 WRITTEN = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "conversations"
 
 
+def sent_at_a_fifth(path: Path, rounds: int) -> tuple[dict[str, Any], str]:
+    """A hand-written conversation and what would be sent after it at a 20% budget,
+    compacted once (rounds=1) or each time a fifth more of it was said (lower-cased)."""
+    doc = json.loads(path.read_text())
+    said = [Message(role=m["role"], content=m["content"]) for m in doc["messages"]]
+    budget = tokens(said) // 5
+    sent: list[Message] = []
+    step = -(-len(said) // rounds)
+    for start in range(0, len(said), step):
+        sent = [*sent, *said[start : start + step]]
+        if tokens(sent) > budget:
+            sent = kompakt.apply_compaction(sent, strategy=Budgeted(budget))
+    return doc, "\n".join(m.text for m in sent).lower()
+
+
 @pytest.mark.parametrize("rounds", [1, 5])
 def test_the_hand_written_conversations_keep_their_answers(rounds: int) -> None:
     """Six long conversations written by an author who did not read the code: at a 20%
@@ -387,16 +402,7 @@ def test_the_hand_written_conversations_keep_their_answers(rounds: int) -> None:
     precise; truncation keeps 35%)."""
     held, asked, stale = 0, 0, 0
     for path in sorted(WRITTEN.glob("conv_*.json")):
-        doc = json.loads(path.read_text())
-        said = [Message(role=m["role"], content=m["content"]) for m in doc["messages"]]
-        budget = tokens(said) // 5
-        sent: list[Message] = []
-        step = -(-len(said) // rounds)
-        for start in range(0, len(said), step):
-            sent = [*sent, *said[start : start + step]]
-            if tokens(sent) > budget:
-                sent = kompakt.apply_compaction(sent, strategy=Budgeted(budget))
-        text = "\n".join(m.text for m in sent).lower()
+        doc, text = sent_at_a_fifth(path, rounds)
         for q in doc["questions"]:
             answer, old = q["answer"].lower(), str(q.get("stale", "")).lower()
             held += answer in text
@@ -414,16 +420,7 @@ def test_the_second_authors_conversations_keep_most_answers(rounds: int) -> None
     sent, once and after five rounds (truncation keeps about a third)."""
     held, asked = 0, 0
     for path in sorted((WRITTEN / "set2").glob("conv_*.json")):
-        doc = json.loads(path.read_text())
-        said = [Message(role=m["role"], content=m["content"]) for m in doc["messages"]]
-        budget = tokens(said) // 5
-        sent: list[Message] = []
-        step = -(-len(said) // rounds)
-        for start in range(0, len(said), step):
-            sent = [*sent, *said[start : start + step]]
-            if tokens(sent) > budget:
-                sent = kompakt.apply_compaction(sent, strategy=Budgeted(budget))
-        text = "\n".join(m.text for m in sent).lower()
+        doc, text = sent_at_a_fifth(path, rounds)
         held += sum(q["answer"].lower() in text for q in doc["questions"])
         asked += len(doc["questions"])
     assert asked == 160
