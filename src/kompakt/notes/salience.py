@@ -106,9 +106,9 @@ _STANDING_QUESTION = re.compile(
 
 # Constraints and changes: most cues are one word, read from the unit's word set; the
 # few phrases are searched only when their first word is there.
-_CONSTRAINT_WORDS = _wordset(  # not "only": "the only one", "mine only work in one ear"
+_CONSTRAINT_WORDS = _wordset(  # not "only", "can't": "the only one", "I can't believe it"
     """must mustn't maximum minimum max min limit limited cap capped deadline due budget
-    require requires required requirement mandatory cannot can't forbidden allowed commit
+    require requires required requirement mandatory forbidden allowed commit
     committed promise promises promised agreed guarantee guarantees guaranteed"""
 )
 _CONSTRAINT_PHRASE = re.compile(
