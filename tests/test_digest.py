@@ -409,5 +409,6 @@ def test_what_spells_out_a_rule_goes_with_it() -> None:
     assert standing_instructions(said) == [
         "Can you keep replies short?",
         "Like two or three sentences.",
-        "also can you skip the pleasantries? like the 'great question!' stuff",
+        "also can you skip the pleasantries?",
+        "like the 'great question!' stuff",
     ]

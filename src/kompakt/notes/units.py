@@ -28,6 +28,16 @@ _SENTENCE_END = re.compile(
     r"(?<!\bProf\.)(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.))"  # "Mrs. Okafor" is one name
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
+# who types in lower case ends sentences too, unless the word before is an abbreviation
+_LOWER_END = re.compile(r"(?<=\w)([.!?])\s+(?=[a-z])")
+_ABBREVIATIONS = frozenset(
+    re.findall(
+        r"\S+",
+        """etc vs approx incl esp cf ca al fig no nos st ave dept est min max ft oz lb lbs pp pg
+    vol ch sec mr mrs ms dr prof sr jr jan feb mar apr jun jul aug sep sept oct nov dec
+    mon tue tues wed thu thur thurs fri sat sun""",
+    )
+)
 _ENDS = frozenset(".!?。！？；")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
 _MIN_CHARS = 2
@@ -53,14 +63,16 @@ class Unit(NamedTuple):  # a tuple: a span holds thousands, made four times fast
 def split_sentences(line: str) -> list[str]:
     """`line` cut into sentences (a list item or a short line stays whole).
 
-    >>> split_sentences("The deadline is May 5. We use Postgres 16! ok")
-    ['The deadline is May 5.', 'We use Postgres 16! ok']
+    >>> split_sentences("The deadline is May 5. We use Postgres 16! Ok")
+    ['The deadline is May 5.', 'We use Postgres 16!', 'Ok']
     >>> split_sentences("I hope so. Is it legal? (asking for a friend)")
     ['I hope so.', 'Is it legal? (asking for a friend)']
     >>> split_sentences("1:58:40. Under two hours! Mrs. Okafor was there.")
     ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
     >>> split_sentences("I sold the Civic. Got a cargo e-bike instead.")
     ['I sold the Civic. Got a cargo e-bike instead.']
+    >>> split_sentences("my cat Mochi hates it. anyway, any tips? e.g. the blinds")
+    ['my cat Mochi hates it.', 'anyway, any tips?', 'e.g. the blinds']
     """
     line = line.strip()
     if not line:
@@ -69,12 +81,14 @@ def split_sentences(line: str) -> list[str]:
         return [_BULLET.sub("", line, count=1).strip()]
     if _ENDS.isdisjoint(line):
         return [line]
+    ends = [(m.start() + 1, m.end()) for m in _SENTENCE_END.finditer(line)]
+    ends += [(m.start() + 1, m.end()) for m in _LOWER_END.finditer(line) if _ends_here(line, m)]
     out: list[str] = []
     start = 0
-    for m in _SENTENCE_END.finditer(line):
-        cut = m.start() + 1  # the end mark stays with its sentence, the space goes
-        out.append(line[start:cut].strip())
-        start = m.end()
+    for cut, after in sorted(ends):  # the end mark stays with its sentence, the space goes
+        if cut > start:
+            out.append(line[start:cut].strip())
+            start = after
     out.append(line[start:].strip())
     joined: list[str] = []
     for s in out:
@@ -99,6 +113,15 @@ def _instead(sentence: str) -> bool:
 
 
 _INSTEAD_WORDS = 6
+
+
+def _ends_here(line: str, mark: re.Match[str]) -> bool:
+    """Whether the mark before a lower-case word ends a sentence: "? " and "! " do, a dot
+    does after a word that is no abbreviation ("e.g. the", "etc. and", "approx. five")."""
+    if mark.group(1) != ".":
+        return True
+    word = line[: mark.start()].rsplit(None, 1)[-1] if line[: mark.start()].strip() else ""
+    return "." not in word and word.lower().strip("([\"'") not in _ABBREVIATIONS and len(word) > 1
 
 
 def _has_letters(text: str) -> bool:
