@@ -29,7 +29,7 @@ _SENTENCE_END = re.compile(
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
 # who types in lower case ends sentences too, unless the word before is an abbreviation
-_LOWER_END = re.compile(r"(?<=\w)([.!?])\s+(?=[a-z])")
+_LOWER_END = re.compile(r"([.!?])(?<=\w[.!?])\s+(?=[a-z])")  # the mark first: found fast
 _ABBREVIATIONS = frozenset(
     re.findall(
         r"\S+",
