@@ -166,6 +166,47 @@ class View:
             self._scan_from = 0
             self._dropped_before_scan = 0
 
+    def drop_all(self, groups: Iterable[int]) -> None:
+        """`drop` each of `groups`, in one pass (truncation drops thousands at a time).
+
+        >>> from kompakt.index import MessageIndex
+        >>> view = View(MessageIndex([Message.user(t) for t in "abc"]))
+        >>> view.drop_all([0, 1])
+        >>> [m.text for m in view.render()]
+        ['c']
+        """
+        index_groups, replaced = self.index.groups, self._replaced
+        tokens = chars = msgs = users = tools = dropped = 0
+        lowest = self._scan_from
+        rest: list[int] = []
+        journaling = self._journal is not None
+        for i in groups:
+            g = index_groups[i]
+            if journaling or i in replaced or g.open_calls:
+                rest.append(i)
+                continue
+            replaced[i] = _EMPTY
+            tokens += g.tokens
+            chars += g.chars
+            msgs += g.end - g.start
+            if g.kind == "user":
+                users += 1
+            elif g.kind == "tool_call":
+                tools += 1
+            dropped += 1
+            lowest = min(lowest, i)
+        self._removed_tokens += tokens
+        self._removed_chars += chars
+        self._removed_msgs += msgs
+        self._removed_user_groups += users
+        self._removed_tool_groups += tools
+        self._dropped_groups += dropped
+        if lowest < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
+        for i in rest:
+            self._set(i, _EMPTY)
+
     def replace(
         self, group: int, messages: Iterable[Message], *, tokens: int | None = None
     ) -> None:
@@ -174,7 +215,42 @@ class View:
         `tokens`, when the caller counted them already, is what `messages` cost by the
         index's tokenizer (it is not counted again).
         """
-        self._set(group, tuple(messages), tokens)
+        new = tuple(messages)
+        g = self.index.groups[group]
+        if not new or group in self._replaced or g.open_calls or self._journal is not None:
+            self._set(group, new, tokens)
+            return
+        # `_set` for the common case, an original group replaced (a strategy writes a note
+        # for each of thousands): the same accounting, without the general bookkeeping
+        self._replaced[group] = new
+        self._removed_tokens += g.tokens
+        self._removed_chars += g.chars
+        self._removed_msgs += g.end - g.start
+        if g.kind == "user":
+            self._removed_user_groups += 1
+        elif g.kind == "tool_call":
+            self._removed_tool_groups += 1
+        if len(new) == 1:
+            chars = new[0].char_count
+            if tokens is None:
+                tokens = self.index.tokenizer.count_message(new[0])
+        else:
+            chars = sum([m.char_count for m in new])
+            if tokens is None:
+                tokens = sum(map(self.index.tokenizer.count_message, new))
+        self._sizes[group] = (tokens, chars, new)
+        self._added_tokens += tokens
+        self._added_chars += chars
+        self._added_msgs += len(new)
+        if group < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
+        if self._cursors:
+            for key, at in self._cursors.items():
+                if group < at:
+                    self._revisit.setdefault(key, set()).add(group)
+        if group < self._live_from:
+            self._live_from = group
 
     def summarize(self, groups: Sequence[int], summary: Message) -> Message:
         """Stand `summary` in for all of `groups`, at the place of the first.

@@ -8,7 +8,7 @@ from typing import TypeAlias
 
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
-from kompakt.messages import Message, ToolCall
+from kompakt.messages import Message, ToolCall, text_stand_in
 from kompakt.strategies._common import (
     Stop,
     check_count,
@@ -81,16 +81,17 @@ class SupersedeReads(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         seen = self._seen(view)
-        count = view.index.tokenizer.count_message
         stop = Stop(self, view, context)
+        preserved = self.preserved(context)
         replaced = 0
         for g in sorted(seen.stale):
             if stop():
                 break
-            if view.protected(g, self.preserved(context)):
+            if view.protected(g, preserved):
                 continue  # protected for now: asked again next time
             entry = seen.stale.pop(g)
-            if not view.is_original(g):  # results collapsed, summarized or dropped since
+            original = view.is_original(g)
+            if not original:  # results collapsed, summarized or dropped since
                 sent = _sent_results(view, g)
                 entry = {cid: v for cid, v in entry.items() if cid in sent}
             stale = {cid: call for cid, (call, key) in entry.items() if seen.newest_sent(view, key)}
@@ -98,30 +99,9 @@ class SupersedeReads(BaseStrategy):
                 seen.stale[g] = {c: v for c, v in entry.items() if c not in stale}
             if not stale:
                 continue
-            current = view.rendered(g)
-            # an original group's messages were counted by the index: read, not recounted
-            start = view.index.groups[g].start
-            counted = view.index.message_tokens if view.is_original(g) else None
-            new: list[Message] = []
-            tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
-            for i, m in enumerate(current):
-                call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
-                if call is None or m.synthetic not in (None, "clamped"):
-                    new.append(m)
-                    tokens += count(m) if counted is None else counted[start + i]
-                    continue
-                note = m.evolve(
-                    content=f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
-                    "again later; see the newer result.]",
-                    synthetic="superseded",
-                    covers=m.covers if m.synthetic else (m.id,),
-                    extra={},
-                )
-                cost, was = count(note), count(m) if counted is None else counted[start + i]
-                new.append(note if cost < was else m)
-                tokens += min(cost, was)
-            if any(a is not b for a, b in zip(new, current, strict=True)):
-                before = rendered_tokens(view, g)
+            before = view.index.groups[g].tokens if original else rendered_tokens(view, g)
+            new, tokens = _stand_ins(view, g, stale, original)
+            if new is not None:
                 view.replace(g, new, tokens=tokens)
                 stop.removed(before - tokens)
                 replaced += 1
@@ -149,7 +129,11 @@ class SupersedeReads(BaseStrategy):
         waiting = seen.waiting
         seen.waiting = {}
         again = sorted({*waiting, *(g for g in edited if g < seen.position)})
-        for i in (*again, *range(seen.position, len(groups))):
+        for i in (
+            (*again, *range(seen.position, len(groups)))
+            if again
+            else range(seen.position, len(groups))
+        ):
             group = groups[i]
             if group.kind != "tool_call":
                 continue
@@ -163,25 +147,24 @@ class SupersedeReads(BaseStrategy):
         """Record the answered calls of group `g` (but those in `done`); returns all read."""
         read = set(done)
         rendered = view.rendered(g)
-        answered = _sent_results(view, g)
+        answered = {
+            m.tool_call_id for m in rendered if m.role == "tool" and m.synthetic in _SENT
+        }  # _sent_results, from the messages at hand
+        exclude, include = self.exclude_tools, self.include_tools
         ordinal = 0
         for m in rendered:
             for call in m.tool_calls:
                 ordinal += 1
-                if call.id not in answered or call.id in read:
+                cid, name = call.id, call.name
+                if cid not in answered or cid in read:
                     continue
-                if not self._watched(call.name):
-                    continue
+                if name in exclude or (include is not None and name not in include):
+                    continue  # not watched
                 k = self._key(call)
                 if k is not None:
-                    read.add(call.id)
-                    seen.add((call.name, k), (g, -ordinal, call.id), call)
+                    read.add(cid)
+                    seen.add((name, k), (g, -ordinal, cid), call)
         return frozenset(read)
-
-    def _watched(self, tool: str) -> bool:
-        if tool in self.exclude_tools:
-            return False
-        return self.include_tools is None or tool in self.include_tools
 
     def _key(self, call: ToolCall) -> Hashable | None:
         if callable(self.key):
@@ -267,8 +250,48 @@ class _Seen:
 
 def _sent_results(view: View, g: int) -> set[str | None]:
     """Call ids whose result group `g` sends as it came (or clamped)."""
-    return {
-        m.tool_call_id
-        for m in view.rendered(g)
-        if m.role == "tool" and m.synthetic in (None, "clamped")
-    }
+    return {m.tool_call_id for m in view.rendered(g) if m.role == "tool" and m.synthetic in _SENT}
+
+
+_SENT = (None, "clamped")
+"""`synthetic` of a result sent as it came (or clamped)."""
+
+
+def _stand_ins(
+    view: View, g: int, stale: dict[str, ToolCall], original: bool
+) -> tuple[list[Message] | None, int]:
+    """What group `g` sends with its `stale` results (call id -> call) as one-line notes,
+    and what that costs; None when no note is cheaper than the result it would replace."""
+    index = view.index
+    count = index.tokenizer.count_message
+    # an original group's messages were counted by the index: read, not recounted
+    group = index.groups[g]
+    start = group.start
+    counted = index.message_tokens if original else None
+    current = index.messages[start : group.end] if original else view.rendered(g)
+    new: list[Message] = []
+    tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
+    changed = False
+    for i, m in enumerate(current):
+        was = count(m) if counted is None else counted[start + i]
+        call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
+        if call is None or m.synthetic not in _SENT:
+            new.append(m)
+            tokens += was
+            continue
+        note = text_stand_in(
+            m,
+            f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
+            "again later; see the newer result.]",
+            synthetic="superseded",
+            covers=m.covers if m.synthetic else (m.id,),
+        )
+        cost = count(note)
+        if cost < was:
+            new.append(note)
+            tokens += cost
+            changed = True
+        else:
+            new.append(m)
+            tokens += was
+    return (new if changed else None), tokens
