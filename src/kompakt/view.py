@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from operator import attrgetter
 
 from kompakt.index import Group, GroupKind, MessageIndex
 from kompakt.messages import Message
@@ -34,6 +35,7 @@ OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
 (Anthropic requires a user message first)."""
 
 _EMPTY: tuple[Message, ...] = ()
+_PINNED, _MEMORY = attrgetter("pinned"), attrgetter("memory")
 
 
 class View:
@@ -41,6 +43,8 @@ class View:
 
     def __init__(self, index: MessageIndex) -> None:
         self.index = index
+        # the index's own (growing) list of groups, read without a call per question
+        self._groups: Sequence[Group] = index.groups
         self._replaced: dict[int, tuple[Message, ...]] = {}
         # tokens and characters of each (non-empty) replacement, as accounted when it was
         # put in: taking it out again, or pricing the group, counts nothing twice
@@ -82,7 +86,7 @@ class View:
         boundary = self.index.compaction_group
         if boundary is None or boundary <= self._superseded_to:
             return
-        groups = self.index.groups
+        groups = self._groups
         for g in range(self._superseded_to, boundary):
             if groups[g].kind != "system" and not self.is_dropped(g):
                 self._set(g, _EMPTY)
@@ -127,7 +131,7 @@ class View:
         """
         r = self._replaced.get(group)
         if r is None:
-            return self.index.groups[group].tokens
+            return self._groups[group].tokens
         known = self._sizes.get(group) if r else None
         count = self.index.tokenizer.count_message
         tokens = known[0] if known is not None and known[2] is r else sum(map(count, r))
@@ -140,14 +144,14 @@ class View:
         snap = self._partial.get(group)
         if snap is None:
             return _EMPTY
-        end = self.index.groups[group].end
+        end = self._groups[group].end
         return tuple(self.index.messages[snap[0] : end]) if end > snap[0] else _EMPTY
 
     # -- edits ----------------------------------------------------------------------
 
     def drop(self, group: int) -> None:
         """Send nothing for `group` (its originals stay in the index)."""
-        g = self.index.groups[group]
+        g = self._groups[group]
         if group in self._replaced or g.open_calls or self._journal is not None:
             self._set(group, _EMPTY)
             return
@@ -175,7 +179,7 @@ class View:
         >>> [m.text for m in view.render()]
         ['c']
         """
-        index_groups, replaced = self.index.groups, self._replaced
+        index_groups, replaced = self._groups, self._replaced
         tokens = chars = msgs = users = tools = dropped = 0
         lowest = self._scan_from
         rest: list[int] = []
@@ -216,7 +220,7 @@ class View:
         index's tokenizer (it is not counted again).
         """
         new = tuple(messages)
-        g = self.index.groups[group]
+        g = self._groups[group]
         if not new or group in self._replaced or g.open_calls or self._journal is not None:
             self._set(group, new, tokens)
             return
@@ -276,7 +280,7 @@ class View:
         self._set(group, None)
 
     def _set(self, g: int, new: tuple[Message, ...] | None, tokens: int | None = None) -> None:
-        group = self.index.groups[g]
+        group = self._groups[g]
         old = self._replaced.get(g)
         if self._journal is not None:
             self._journal.append((g, old))
@@ -390,7 +394,7 @@ class View:
 
     @property
     def groups(self) -> Sequence[Group]:
-        return self.index.groups
+        return self._groups
 
     @property
     def changed(self) -> bool:
@@ -406,15 +410,17 @@ class View:
         in for the group included), the newest user
         message, a pending tool call, and the newest `min_preserved` groups.
         """
-        g = self.index.groups[group]
-        return (
+        g = self._groups[group]
+        if (
             g.kind == "system"
             or g.pinned
-            or g.pending
+            or g.open_calls  # pending
             or group == self.index.last_user_group
             or group >= self.index.group_count - min_preserved
-            or any(m.is_protected for m in self._replaced.get(group, _EMPTY))  # facts memory
-        )
+        ):
+            return True
+        r = self._replaced.get(group)
+        return r is not None and any(m.is_protected for m in r)  # a facts memory
 
     def candidates(
         self,
@@ -436,7 +442,7 @@ class View:
         """
         self._supersede()
         wanted = frozenset(kinds) if kinds is not None else None
-        groups = self.index.groups
+        groups = self._groups
         start = max(start, self._settle(originals_only))
         firsts = sorted(i for i in revisit if i < start)
         replaced = self._replaced
@@ -454,14 +460,14 @@ class View:
             if g.open_calls and not pending:
                 continue
             if i >= len(groups) - min_preserved or (
-                r is not None and any(m.is_protected for m in r)
-            ):
+                r is not None and (any(map(_PINNED, r)) or any(map(_MEMORY, r)))
+            ):  # the last: m.is_protected, asked in C
                 continue
             yield i
 
     def _settle(self, originals_only: bool) -> int:
         """Advance the settled prefix for this kind of walk; return where to start."""
-        groups = self.index.groups
+        groups = self._groups
         i = self._original_from if originals_only else self._live_from
         last = len(groups) - 1
         while i < last:
@@ -587,7 +593,7 @@ class View:
 
     def _front(self) -> int:
         """First group (not system, not dropped) sent; advances a cached scan point."""
-        groups, replaced = self.index.groups, self._replaced
+        groups, replaced = self._groups, self._replaced
         i, n = self._scan_from, len(groups)
         dropped = 0
         while i < n:

@@ -111,10 +111,12 @@ def old_tool_groups(
     for g in walk:
         if g >= boundary:
             return
-        rendered = view.rendered(g)
-        orphan = view.index.groups[g].orphan and view.is_original(g)
-        if not orphan and not has_calls(rendered):
-            continue
+        if not view.index.groups[g].orphan or not view.is_original(g):  # not an orphan
+            for m in view.rendered(g):  # has_calls, inlined: it walks every group
+                if m.tool_calls:
+                    break
+            else:
+                continue
         if exclude_tools and _tool_names(view.index.group_messages(g)) & exclude_tools:
             continue
         yield g

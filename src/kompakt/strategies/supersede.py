@@ -18,6 +18,7 @@ from kompakt.strategies._common import (
     tool_name_set,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.tokens import MESSAGE_OVERHEAD, flat_rate
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -85,7 +86,7 @@ class SupersedeReads(BaseStrategy):
         preserved = self.preserved(context)
         replaced = 0
         for g in sorted(seen.stale):
-            if stop():
+            if stop.estimate <= stop.quiet_above and stop():  # no call while far
                 break
             if view.protected(g, preserved):
                 continue  # protected for now: asked again next time
@@ -151,6 +152,7 @@ class SupersedeReads(BaseStrategy):
             m.tool_call_id for m in rendered if m.role == "tool" and m.synthetic in _SENT
         }  # _sent_results, from the messages at hand
         exclude, include = self.exclude_tools, self.include_tools
+        keys = None if callable(self.key) else self._keys
         ordinal = 0
         for m in rendered:
             for call in m.tool_calls:
@@ -160,7 +162,9 @@ class SupersedeReads(BaseStrategy):
                     continue
                 if name in exclude or (include is not None and name not in include):
                     continue  # not watched
-                k = self._key(call)
+                k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
+                if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
+                    k = self._key(call)
                 if k is not None:
                     read.add(cid)
                     seen.add((name, k), (g, -ordinal, cid), call)
@@ -205,6 +209,7 @@ def _canonical_value(value: object) -> Hashable:
 
 
 _NONE: frozenset[str] = frozenset()
+_UNREAD = object()
 _Occurrence: TypeAlias = "tuple[int, int, str]"
 """(group, minus the call's place in it, call id): the newest group's first call is kept."""
 
@@ -264,6 +269,7 @@ def _stand_ins(
     and what that costs; None when no note is cheaper than the result it would replace."""
     index = view.index
     count = index.tokenizer.count_message
+    rate = flat_rate(index.tokenizer)
     # an original group's messages were counted by the index: read, not recounted
     group = index.groups[g]
     start = group.start
@@ -286,7 +292,12 @@ def _stand_ins(
             synthetic="superseded",
             covers=m.covers if m.synthetic else (m.id,),
         )
-        cost = count(note)
+        if rate is not None and not m.tool_calls and note.content[0].text.isascii():
+            x = len(note.content[0].text) / rate  # what `count` says, without the calls
+            cost = int(x)
+            cost += MESSAGE_OVERHEAD + (cost < x)
+        else:
+            cost = count(note)
         if cost < was:
             new.append(note)
             tokens += cost
