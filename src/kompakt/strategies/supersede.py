@@ -240,12 +240,16 @@ class _Seen:
         if prev is None:
             self.newest[key] = (at, call)
             return
-        if prev[0] == at:  # read again (its group was edited since)
+        was = prev[0]
+        if was == at:  # read again (its group was edited since)
             return
-        if at[:2] > prev[0][:2]:
+        if at[0] > was[0] or (at[0] == was[0] and at[1] > was[1]):  # at[:2] > was[:2]
             self.newest[key] = (at, call)
             at, call = prev
-        self.stale.setdefault(at[0], {})[at[2]] = (call, key)
+        stale = self.stale.get(at[0])
+        if stale is None:
+            stale = self.stale[at[0]] = {}
+        stale[at[2]] = (call, key)
 
     def newest_sent(self, view: View, key: Hashable) -> bool:
         """The newest result of `key` is still sent (not collapsed, summarized, dropped)."""
