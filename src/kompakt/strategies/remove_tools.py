@@ -108,10 +108,11 @@ def old_tool_groups(
     walk = view.candidates(
         min_preserved, ["tool_call"], originals_only=False, start=start, revisit=revisit
     )
+    groups = view.index.groups
     for g in walk:
         if g >= boundary:
             return
-        if not view.index.groups[g].orphan or not view.is_original(g):  # not an orphan
+        if not groups[g].orphan or not view.is_original(g):  # not an orphan
             for m in view.rendered(g):  # has_calls, inlined: it walks every group
                 if m.tool_calls:
                     break

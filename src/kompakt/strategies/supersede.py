@@ -84,6 +84,8 @@ class SupersedeReads(BaseStrategy):
         seen = self._seen(view)
         stop = Stop(self, view, context)
         preserved = self.preserved(context)
+        notes = _Notes(view)
+        newest, is_original = seen.newest, view.is_original
         replaced = 0
         for g in sorted(seen.stale):
             if stop.estimate <= stop.quiet_above and stop():  # no call while far
@@ -91,20 +93,24 @@ class SupersedeReads(BaseStrategy):
             if view.protected(g, preserved):
                 continue  # protected for now: asked again next time
             entry = seen.stale.pop(g)
-            original = view.is_original(g)
+            original = is_original(g)
             if not original:  # results collapsed, summarized or dropped since
                 sent = _sent_results(view, g)
                 entry = {cid: v for cid, v in entry.items() if cid in sent}
-            stale = {cid: call for cid, (call, key) in entry.items() if seen.newest_sent(view, key)}
+            stale: dict[str, ToolCall] = {}
+            for cid, (call, key) in entry.items():  # the newest result is still sent
+                (newer, _, newer_call), _ = newest[key]
+                if is_original(newer) or newer_call in _sent_results(view, newer):
+                    stale[cid] = call
             if len(stale) < len(entry):  # a newer result is not sent as it is: ask again
                 seen.stale[g] = {c: v for c, v in entry.items() if c not in stale}
             if not stale:
                 continue
-            before = view.index.groups[g].tokens if original else rendered_tokens(view, g)
-            new, tokens = _stand_ins(view, g, stale, original)
+            before = notes.groups[g].tokens if original else rendered_tokens(view, g)
+            new, tokens = notes.stand_ins(g, stale, original)
             if new is not None:
                 view.replace(g, new, tokens=tokens)
-                stop.removed(before - tokens)
+                stop.estimate -= before - tokens  # stop.removed, inlined
                 replaced += 1
         view.settle(self._walk_key(), seen.position)  # its own edits need no new reading
         if replaced:
@@ -251,11 +257,6 @@ class _Seen:
             stale = self.stale[at[0]] = {}
         stale[at[2]] = (call, key)
 
-    def newest_sent(self, view: View, key: Hashable) -> bool:
-        """The newest result of `key` is still sent (not collapsed, summarized, dropped)."""
-        (g, _, cid), _ = self.newest[key]
-        return view.is_original(g) or cid in _sent_results(view, g)
-
 
 def _sent_results(view: View, g: int) -> set[str | None]:
     """Call ids whose result group `g` sends as it came (or clamped)."""
@@ -266,47 +267,65 @@ _SENT = (None, "clamped")
 """`synthetic` of a result sent as it came (or clamped)."""
 
 
-def _stand_ins(
-    view: View, g: int, stale: dict[str, ToolCall], original: bool
-) -> tuple[list[Message] | None, int]:
-    """What group `g` sends with its `stale` results (call id -> call) as one-line notes,
-    and what that costs; None when no note is cheaper than the result it would replace."""
-    index = view.index
-    count = index.tokenizer.count_message
-    rate = flat_rate(index.tokenizer)
-    # an original group's messages were counted by the index: read, not recounted
-    group = index.groups[g]
-    start = group.start
-    counted = index.message_tokens if original else None
-    current = index.messages[start : group.end] if original else view.rendered(g)
-    new: list[Message] = []
-    tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
-    changed = False
-    for i, m in enumerate(current):
-        was = count(m) if counted is None else counted[start + i]
-        call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
-        if call is None or m.synthetic not in _SENT:
-            new.append(m)
-            tokens += was
-            continue
-        note = text_stand_in(
-            m,
-            f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
-            "again later; see the newer result.]",
-            synthetic="superseded",
-            covers=m.covers if m.synthetic else (m.id,),
-        )
-        if rate is not None and not m.tool_calls and note.content[0].text.isascii():
-            x = len(note.content[0].text) / rate  # what `count` says, without the calls
-            cost = int(x)
-            cost += MESSAGE_OVERHEAD + (cost < x)
-        else:
-            cost = count(note)
-        if cost < was:
-            new.append(note)
-            tokens += cost
-            changed = True
-        else:
-            new.append(m)
-            tokens += was
-    return (new if changed else None), tokens
+class _Notes:
+    """Writes the one-line notes of one view's stale results (what it reads of the index
+    read once, not once per group)."""
+
+    def __init__(self, view: View) -> None:
+        index = view.index
+        self.view = view
+        self.groups = index.groups
+        self.messages = index.messages
+        self.counted = index.message_tokens
+        self.count = index.tokenizer.count_message
+        self.rate = flat_rate(index.tokenizer)
+
+    def stand_ins(
+        self, g: int, stale: dict[str, ToolCall], original: bool
+    ) -> tuple[list[Message] | None, int]:
+        """What group `g` sends with its `stale` results (call id -> call) as one-line
+        notes, and what that costs; None when no note is cheaper than what it replaces."""
+        count, rate = self.count, self.rate
+        # an original group's messages were counted by the index: read, not recounted
+        group = self.groups[g]
+        start = group.start
+        counted = self.counted if original else None
+        current = self.messages[start : group.end] if original else self.view.rendered(g)
+        new: list[Message] = []
+        tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
+        changed = False
+        for i, m in enumerate(current):
+            was = count(m) if counted is None else counted[start + i]
+            call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
+            if call is None or m.synthetic not in _SENT:
+                new.append(m)
+                tokens += was
+                continue
+            text = (
+                f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
+                "again later; see the newer result.]"
+            )
+            if rate is not None and not m.tool_calls and text.isascii():
+                x = len(text) / rate  # what `count` says of the note, without the call
+                cost = int(x)
+                cost += MESSAGE_OVERHEAD + (cost < x)
+                if cost >= was:  # no cheaper: not written
+                    new.append(m)
+                    tokens += was
+                    continue
+                note = text_stand_in(
+                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
+                )
+            else:
+                note = text_stand_in(
+                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
+                )
+                cost = count(note)
+            if cost < was:
+                new.append(note)
+                tokens += cost
+                changed = True
+            else:
+                new.append(m)
+                tokens += was
+        return (new if changed else None), tokens
