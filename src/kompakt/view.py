@@ -446,7 +446,7 @@ class View:
         start = max(start, self._settle(originals_only))
         firsts = sorted(i for i in revisit if i < start)
         replaced = self._replaced
-        idx = self.index
+        last_user = self.index.last_user_group
         for i in (*firsts, *range(start, len(groups))) if firsts else range(start, len(groups)):
             g = groups[i]
             if wanted is not None and g.kind not in wanted:
@@ -455,7 +455,7 @@ class View:
             if r is not None and (originals_only or not r):  # replaced, or dropped
                 continue
             # protected(), inlined: this is the loop every strategy walks
-            if g.kind == "system" or g.pinned or i == idx.last_user_group:
+            if g.kind == "system" or g.pinned or i == last_user:
                 continue
             if g.open_calls and not pending:
                 continue
@@ -521,18 +521,29 @@ class View:
         """The messages to send, in order."""
         self._supersede()
         out: list[Message] = []
-        idx = self.index
+        messages, replaced = self.index.messages, self._replaced
         marker_at = self._front() if self._needs_marker() else -1
-        for g in idx.groups:
-            if g.index == marker_at:
+        run = -1  # where the run of original groups not yet copied starts (-1: none)
+        for g in self._groups:
+            i = g.index
+            r = replaced.get(i)
+            if r is None and i != marker_at:
+                if run < 0:
+                    run = g.start
+                continue
+            if run >= 0:  # the originals before this group, in one slice
+                out.extend(messages[run : g.start])
+                run = -1
+            if i == marker_at:
                 out.append(self._marker)
-            r = self._replaced.get(g.index)
             if r is None:
-                out.extend(idx.group_messages(g))
+                run = g.start
             else:
                 out.extend(r)
                 if self._partial:
-                    out.extend(self._arrived(g.index))
+                    out.extend(self._arrived(i))
+        if run >= 0:
+            out.extend(messages[run:])
         return out
 
     def synthetic(self) -> list[Message]:
