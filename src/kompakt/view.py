@@ -198,7 +198,8 @@ class View:
             elif g.kind == "tool_call":
                 tools += 1
             dropped += 1
-            lowest = min(lowest, i)
+            if i < lowest:
+                lowest = i
         self._removed_tokens += tokens
         self._removed_chars += chars
         self._removed_msgs += msgs

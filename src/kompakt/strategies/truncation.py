@@ -64,6 +64,9 @@ class Truncation(BaseStrategy):
         done = 0
         stopped = False
         groups = view.index.groups
+        # nothing replaced yet: every group the walk meets is an original (the loop drops
+        # only groups it has passed)
+        fresh = not view.changed
         for g in view.candidates(self.preserved(context), originals_only=False):
             if stop.estimate <= stop.quiet_above:  # it may hold: ask, the drops made
                 view.drop_all(dropped)
@@ -72,7 +75,7 @@ class Truncation(BaseStrategy):
                 if stop():
                     stopped = True
                     break
-            if view.is_original(g):  # the common case, read without a call per question
+            if fresh or view.is_original(g):  # the common case
                 group = groups[g]
                 if group.kind == "summary":
                     summaries.append(g)
