@@ -170,8 +170,10 @@ class MessageIndex:
         total_tokens = total_chars = 0
         try:
             for pos, message in enumerate(messages, first):
-                if message.id in positions:
+                mid = message.id
+                if mid in positions:
                     message = self._unique(message)
+                    mid = message.id
                 content = message.content
                 if len(content) == 1:
                     text = content[0].text
@@ -205,8 +207,8 @@ class MessageIndex:
                 if role == "tool":
                     cid = message.tool_call_id or ""
                     owner = open_calls.get(cid)
-                    if owner is not None and groups and owner == groups[-1].index:
-                        group = groups[-1]
+                    if owner is not None and owner == len(groups) - 1:  # the last group's
+                        group = groups[owner]
                         group.open_calls.discard(cid)
                         del open_calls[cid]
                 elif (
@@ -241,7 +243,7 @@ class MessageIndex:
                 store(message)
                 store_tokens(tokens)
                 store_group(group.index)
-                positions[message.id] = pos
+                positions[mid] = pos
                 total_tokens += tokens
                 total_chars += chars
         finally:

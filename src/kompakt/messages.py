@@ -353,8 +353,12 @@ def text_stand_in(
         return message.evolve(content=text, synthetic=synthetic, covers=covers, extra=extra)
     setattr_ = object.__setattr__
     new = object.__new__(Message)
+    part = object.__new__(Part)  # _text_part(text), inlined
+    setattr_(part, "kind", "text")
+    setattr_(part, "text", text)
+    setattr_(part, "data", {})
     setattr_(new, "role", message.role)
-    setattr_(new, "content", (_text_part(text),))
+    setattr_(new, "content", (part,))
     setattr_(new, "tool_calls", message.tool_calls)
     setattr_(new, "tool_call_id", message.tool_call_id)
     setattr_(new, "name", message.name)

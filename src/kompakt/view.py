@@ -417,7 +417,7 @@ class View:
             or g.pinned
             or g.open_calls  # pending
             or group == self.index.last_user_group
-            or group >= self.index.group_count - min_preserved
+            or group >= len(self._groups) - min_preserved
         ):
             return True
         r = self._replaced.get(group)
