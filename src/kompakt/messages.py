@@ -368,7 +368,24 @@ def text_stand_in(
     setattr_(new, "covers", covers)
     setattr_(new, "extra", extra)
     setattr_(new, "metadata", message.metadata)
-    digest = _digest(new)
+    call_id = message.tool_call_id
+    if message.tool_calls or call_id is None:
+        digest = _digest(new)
+    else:  # a result's note: the bytes `_digest` hashes for it, joined at once
+        data = "".join(
+            (
+                message.role,
+                "\x00ptext",
+                text,
+                "\x00r",
+                call_id,
+                "\x00s",
+                synthetic,
+                "\x01".join(covers),
+            )
+        )
+        hashed = hashlib.sha1(data.encode("utf-8", "surrogatepass"), usedforsecurity=False)
+        digest = hashed.hexdigest()
     setattr_(new, "digest", digest)
     setattr_(new, "id", "m_" + digest[:16])
     return new
