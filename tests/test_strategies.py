@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine_helpers import check_view, validity
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.index import MessageIndex
-from kompakt.messages import Message, ToolCall, text_stand_in
+from kompakt.messages import Message, Part, ToolCall, text_stand_in
 from kompakt.strategies import (
     BaseStrategy,
     Budgeted,
@@ -285,7 +285,7 @@ def test_a_stand_in_is_the_message_evolve_makes(
     calls = [ToolCall(id="c1", name="ls", arguments='{"p": 1}')] if call and role != "tool" else []
     m = Message(
         role=role,  # type: ignore[arg-type]
-        content=original,
+        content=(Part(text=original),) if original else (),
         tool_calls=tuple(calls),
         tool_call_id="c1" if role == "tool" else None,
         pinned=flags,
