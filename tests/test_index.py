@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from data_files import TRANSCRIPTS
 from kompakt.formats import load
 from kompakt.index import MessageIndex
-from kompakt.messages import Message, ToolCall
+from kompakt.messages import Message, Part, ToolCall
 from kompakt.tokens import CharEstimator, TiktokenTokenizer, Tokenizer
 from kompakt.view import View
 from strategies_conv import conversations
@@ -106,6 +106,25 @@ def test_index_totals_groups_and_pairs(msgs: list[Message]) -> None:
     check_pending(index, msgs)
     assert len({m.id for m in index.messages}) == len(msgs)
     assert not any(g.orphan for g in index.groups)
+
+
+@settings(max_examples=40, deadline=None)
+@given(conversations(max_turns=4), st.sampled_from([1, 2.5, 3, 4, 7.3]))
+def test_extend_at_a_flat_rate_prices_each_message_as_its_tokenizer(
+    msgs: list[Message], rate: float
+) -> None:
+    # the index prices plain messages from their lengths: the same numbers as counting them
+    call = ToolCall(id="c9", name="lire", arguments='{"chemin": "é.py"}')
+    odd = [
+        Message.user("naïve café"),
+        Message.assistant(tool_calls=[call]),
+        Message.tool("é", tool_call_id="c9"),
+        Message(role="user", content=(Part(text=""),)),
+        Message.assistant("x" * 1001),
+    ]
+    tok = CharEstimator(chars_per_token=rate)
+    index = MessageIndex([*msgs, *odd], tokenizer=tok)
+    recount(index, tok)
 
 
 @settings(max_examples=30, deadline=None)

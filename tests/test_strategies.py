@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine_helpers import check_view, validity
 from kompakt.errors import BudgetImpossible, ConfigError
 from kompakt.index import MessageIndex
-from kompakt.messages import Message, ToolCall
+from kompakt.messages import Message, Part, ToolCall, text_stand_in
 from kompakt.strategies import (
     BaseStrategy,
     Budgeted,
@@ -265,6 +267,36 @@ def reads(*specs: tuple[str, str]) -> list[Message]:
 
 def superseded(view: View) -> list[str | None]:
     return [m.tool_call_id for m in view.render() if m.synthetic == "superseded"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["tool", "assistant", "user"]),
+    st.text(max_size=40),
+    st.text(min_size=1, max_size=40),
+    st.sampled_from(["superseded", "clamped", "collapsed"]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_stand_in_is_the_message_evolve_makes(
+    role: str, original: str, text: str, synthetic: str, call: bool, flags: bool
+) -> None:
+    # the notes SupersedeReads writes are built directly: the same message, id and digest
+    calls = [ToolCall(id="c1", name="ls", arguments='{"p": 1}')] if call and role != "tool" else []
+    m = Message(
+        role=role,  # type: ignore[arg-type]
+        content=(Part(text=original),) if original else (),
+        tool_calls=tuple(calls),
+        tool_call_id="c1" if role == "tool" else None,
+        pinned=flags,
+        metadata={"k": 1} if flags else {},
+        extra={"x": 2},
+    )
+    covers = (m.id, "m_other") if flags else (m.id,)
+    made = text_stand_in(m, text, synthetic=synthetic, covers=covers)  # type: ignore[arg-type]
+    evolved = m.evolve(content=text, synthetic=synthetic, covers=covers, extra={})
+    assert made == evolved
+    assert (made.id, made.digest, made.metadata) == (evolved.id, evolved.digest, evolved.metadata)
 
 
 def test_supersede_same_arguments() -> None:

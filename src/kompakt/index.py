@@ -40,7 +40,13 @@ from typing import Literal, TypeAlias
 from kompakt.errors import ConfigError
 from kompakt.messages import Message
 from kompakt.notes.digest import is_note
-from kompakt.tokens import CharEstimator, Tokenizer
+from kompakt.tokens import (
+    MESSAGE_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    CharEstimator,
+    Tokenizer,
+    flat_rate,
+)
 
 __all__ = ["Group", "GroupKind", "MessageIndex"]
 
@@ -159,28 +165,50 @@ class MessageIndex:
         store, store_tokens = stored.append, self._tokens.append
         store_group, count, place = self._group_of.append, self.tokenizer.count_message, self._place
         groups, open_calls = self._groups, self._open_calls
+        # a flat rate prices a message of one ASCII text part from the length read here
+        rate = flat_rate(self.tokenizer)
         total_tokens = total_chars = 0
         try:
             for pos, message in enumerate(messages, first):
-                if message.id in positions:
+                mid = message.id
+                if mid in positions:
                     message = self._unique(message)
-                tokens = count(message)
-                if message.metadata:
-                    tokens = _usage_tokens(message, tokens)
+                    mid = message.id
                 content = message.content
                 if len(content) == 1:
-                    chars = len(content[0].text)
+                    text = content[0].text
+                    chars = len(text)
                     if message.tool_calls:
                         chars += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+                        tokens = count(message)
+                    elif rate is not None and content[0].kind == "text" and text.isascii():
+                        x = chars / rate
+                        tokens = int(x)
+                        tokens += MESSAGE_OVERHEAD + (tokens < x)  # _ceil, inlined
+                    else:
+                        tokens = count(message)
+                elif not content and rate is not None and len(message.tool_calls) == 1:
+                    name, args = message.tool_calls[0].name, message.tool_calls[0].arguments
+                    chars = len(name) + len(args)
+                    if name.isascii() and args.isascii():  # one call, no text: the same
+                        x, y = len(name) / rate, len(args) / rate
+                        tokens, more = int(x), int(y)
+                        tokens += more + (tokens < x) + (more < y)
+                        tokens += MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD
+                    else:
+                        tokens = count(message)
                 else:
+                    tokens = count(message)
                     chars = message.char_count
+                if message.metadata:
+                    tokens = _usage_tokens(message, tokens)
                 role = message.role
                 group = None
                 if role == "tool":
                     cid = message.tool_call_id or ""
                     owner = open_calls.get(cid)
-                    if owner is not None and groups and owner == groups[-1].index:
-                        group = groups[-1]
+                    if owner is not None and owner == len(groups) - 1:  # the last group's
+                        group = groups[owner]
                         group.open_calls.discard(cid)
                         del open_calls[cid]
                 elif (
@@ -215,7 +243,7 @@ class MessageIndex:
                 store(message)
                 store_tokens(tokens)
                 store_group(group.index)
-                positions[message.id] = pos
+                positions[mid] = pos
                 total_tokens += tokens
                 total_chars += chars
         finally:

@@ -38,6 +38,7 @@ __all__ = [
     "HFTokenizer",
     "TiktokenTokenizer",
     "Tokenizer",
+    "flat_rate",
     "note_tokens",
     "tokenizer_from_string",
 ]
@@ -226,6 +227,19 @@ class CharEstimator(BaseTokenizer):
 
     def __repr__(self) -> str:
         return f"CharEstimator(chars_per_token={self.chars_per_token})"
+
+
+def flat_rate(tokenizer: Tokenizer) -> float | None:
+    """Characters a token at which `tokenizer` prices ASCII text when that rate is flat (a
+    `CharEstimator` with `chars_per_token`), else None. A message of one ASCII text part
+    and no calls then costs `MESSAGE_OVERHEAD` plus its length over the rate, rounded up:
+    a caller with the lengths at hand (an index built from a whole history) prices it
+    without a call.
+
+    >>> flat_rate(CharEstimator(chars_per_token=4)), flat_rate(CharEstimator())
+    (4, None)
+    """
+    return tokenizer.chars_per_token if type(tokenizer) is CharEstimator else None
 
 
 _DIRECT = 512

@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from operator import attrgetter
 
 from kompakt.index import Group, GroupKind, MessageIndex
 from kompakt.messages import Message
@@ -34,6 +35,7 @@ OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
 (Anthropic requires a user message first)."""
 
 _EMPTY: tuple[Message, ...] = ()
+_PINNED, _MEMORY = attrgetter("pinned"), attrgetter("memory")
 
 
 class View:
@@ -41,6 +43,8 @@ class View:
 
     def __init__(self, index: MessageIndex) -> None:
         self.index = index
+        # the index's own (growing) list of groups, read without a call per question
+        self._groups: Sequence[Group] = index.groups
         self._replaced: dict[int, tuple[Message, ...]] = {}
         # tokens and characters of each (non-empty) replacement, as accounted when it was
         # put in: taking it out again, or pricing the group, counts nothing twice
@@ -82,7 +86,7 @@ class View:
         boundary = self.index.compaction_group
         if boundary is None or boundary <= self._superseded_to:
             return
-        groups = self.index.groups
+        groups = self._groups
         for g in range(self._superseded_to, boundary):
             if groups[g].kind != "system" and not self.is_dropped(g):
                 self._set(g, _EMPTY)
@@ -127,7 +131,7 @@ class View:
         """
         r = self._replaced.get(group)
         if r is None:
-            return self.index.groups[group].tokens
+            return self._groups[group].tokens
         known = self._sizes.get(group) if r else None
         count = self.index.tokenizer.count_message
         tokens = known[0] if known is not None and known[2] is r else sum(map(count, r))
@@ -140,14 +144,14 @@ class View:
         snap = self._partial.get(group)
         if snap is None:
             return _EMPTY
-        end = self.index.groups[group].end
+        end = self._groups[group].end
         return tuple(self.index.messages[snap[0] : end]) if end > snap[0] else _EMPTY
 
     # -- edits ----------------------------------------------------------------------
 
     def drop(self, group: int) -> None:
         """Send nothing for `group` (its originals stay in the index)."""
-        g = self.index.groups[group]
+        g = self._groups[group]
         if group in self._replaced or g.open_calls or self._journal is not None:
             self._set(group, _EMPTY)
             return
@@ -166,6 +170,48 @@ class View:
             self._scan_from = 0
             self._dropped_before_scan = 0
 
+    def drop_all(self, groups: Iterable[int]) -> None:
+        """`drop` each of `groups`, in one pass (truncation drops thousands at a time).
+
+        >>> from kompakt.index import MessageIndex
+        >>> view = View(MessageIndex([Message.user(t) for t in "abc"]))
+        >>> view.drop_all([0, 1])
+        >>> [m.text for m in view.render()]
+        ['c']
+        """
+        index_groups, replaced = self._groups, self._replaced
+        tokens = chars = msgs = users = tools = dropped = 0
+        lowest = self._scan_from
+        rest: list[int] = []
+        journaling = self._journal is not None
+        for i in groups:
+            g = index_groups[i]
+            if journaling or i in replaced or g.open_calls:
+                rest.append(i)
+                continue
+            replaced[i] = _EMPTY
+            tokens += g.tokens
+            chars += g.chars
+            msgs += g.end - g.start
+            if g.kind == "user":
+                users += 1
+            elif g.kind == "tool_call":
+                tools += 1
+            dropped += 1
+            if i < lowest:
+                lowest = i
+        self._removed_tokens += tokens
+        self._removed_chars += chars
+        self._removed_msgs += msgs
+        self._removed_user_groups += users
+        self._removed_tool_groups += tools
+        self._dropped_groups += dropped
+        if lowest < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
+        for i in rest:
+            self._set(i, _EMPTY)
+
     def replace(
         self, group: int, messages: Iterable[Message], *, tokens: int | None = None
     ) -> None:
@@ -174,7 +220,42 @@ class View:
         `tokens`, when the caller counted them already, is what `messages` cost by the
         index's tokenizer (it is not counted again).
         """
-        self._set(group, tuple(messages), tokens)
+        new = tuple(messages)
+        g = self._groups[group]
+        if not new or group in self._replaced or g.open_calls or self._journal is not None:
+            self._set(group, new, tokens)
+            return
+        # `_set` for the common case, an original group replaced (a strategy writes a note
+        # for each of thousands): the same accounting, without the general bookkeeping
+        self._replaced[group] = new
+        self._removed_tokens += g.tokens
+        self._removed_chars += g.chars
+        self._removed_msgs += g.end - g.start
+        if g.kind == "user":
+            self._removed_user_groups += 1
+        elif g.kind == "tool_call":
+            self._removed_tool_groups += 1
+        if len(new) == 1:
+            chars = new[0].char_count
+            if tokens is None:
+                tokens = self.index.tokenizer.count_message(new[0])
+        else:
+            chars = sum([m.char_count for m in new])
+            if tokens is None:
+                tokens = sum(map(self.index.tokenizer.count_message, new))
+        self._sizes[group] = (tokens, chars, new)
+        self._added_tokens += tokens
+        self._added_chars += chars
+        self._added_msgs += len(new)
+        if group < self._scan_from:
+            self._scan_from = 0
+            self._dropped_before_scan = 0
+        if self._cursors:
+            for key, at in self._cursors.items():
+                if group < at:
+                    self._revisit.setdefault(key, set()).add(group)
+        if group < self._live_from:
+            self._live_from = group
 
     def summarize(self, groups: Sequence[int], summary: Message) -> Message:
         """Stand `summary` in for all of `groups`, at the place of the first.
@@ -200,7 +281,7 @@ class View:
         self._set(group, None)
 
     def _set(self, g: int, new: tuple[Message, ...] | None, tokens: int | None = None) -> None:
-        group = self.index.groups[g]
+        group = self._groups[g]
         old = self._replaced.get(g)
         if self._journal is not None:
             self._journal.append((g, old))
@@ -314,7 +395,7 @@ class View:
 
     @property
     def groups(self) -> Sequence[Group]:
-        return self.index.groups
+        return self._groups
 
     @property
     def changed(self) -> bool:
@@ -330,15 +411,17 @@ class View:
         in for the group included), the newest user
         message, a pending tool call, and the newest `min_preserved` groups.
         """
-        g = self.index.groups[group]
-        return (
+        g = self._groups[group]
+        if (
             g.kind == "system"
             or g.pinned
-            or g.pending
+            or g.open_calls  # pending
             or group == self.index.last_user_group
-            or group >= self.index.group_count - min_preserved
-            or any(m.is_protected for m in self._replaced.get(group, _EMPTY))  # facts memory
-        )
+            or group >= len(self._groups) - min_preserved
+        ):
+            return True
+        r = self._replaced.get(group)
+        return r is not None and any(m.is_protected for m in r)  # a facts memory
 
     def candidates(
         self,
@@ -360,11 +443,11 @@ class View:
         """
         self._supersede()
         wanted = frozenset(kinds) if kinds is not None else None
-        groups = self.index.groups
+        groups = self._groups
         start = max(start, self._settle(originals_only))
         firsts = sorted(i for i in revisit if i < start)
         replaced = self._replaced
-        idx = self.index
+        last_user = self.index.last_user_group
         for i in (*firsts, *range(start, len(groups))) if firsts else range(start, len(groups)):
             g = groups[i]
             if wanted is not None and g.kind not in wanted:
@@ -373,19 +456,19 @@ class View:
             if r is not None and (originals_only or not r):  # replaced, or dropped
                 continue
             # protected(), inlined: this is the loop every strategy walks
-            if g.kind == "system" or g.pinned or i == idx.last_user_group:
+            if g.kind == "system" or g.pinned or i == last_user:
                 continue
             if g.open_calls and not pending:
                 continue
             if i >= len(groups) - min_preserved or (
-                r is not None and any(m.is_protected for m in r)
-            ):
+                r is not None and (any(map(_PINNED, r)) or any(map(_MEMORY, r)))
+            ):  # the last: m.is_protected, asked in C
                 continue
             yield i
 
     def _settle(self, originals_only: bool) -> int:
         """Advance the settled prefix for this kind of walk; return where to start."""
-        groups = self.index.groups
+        groups = self._groups
         i = self._original_from if originals_only else self._live_from
         last = len(groups) - 1
         while i < last:
@@ -439,18 +522,29 @@ class View:
         """The messages to send, in order."""
         self._supersede()
         out: list[Message] = []
-        idx = self.index
+        messages, replaced = self.index.messages, self._replaced
         marker_at = self._front() if self._needs_marker() else -1
-        for g in idx.groups:
-            if g.index == marker_at:
+        run = -1  # where the run of original groups not yet copied starts (-1: none)
+        for g in self._groups:
+            i = g.index
+            r = replaced.get(i)
+            if r is None and i != marker_at:
+                if run < 0:
+                    run = g.start
+                continue
+            if run >= 0:  # the originals before this group, in one slice
+                out.extend(messages[run : g.start])
+                run = -1
+            if i == marker_at:
                 out.append(self._marker)
-            r = self._replaced.get(g.index)
             if r is None:
-                out.extend(idx.group_messages(g))
+                run = g.start
             else:
                 out.extend(r)
                 if self._partial:
-                    out.extend(self._arrived(g.index))
+                    out.extend(self._arrived(i))
+        if run >= 0:
+            out.extend(messages[run:])
         return out
 
     def synthetic(self) -> list[Message]:
@@ -511,7 +605,7 @@ class View:
 
     def _front(self) -> int:
         """First group (not system, not dropped) sent; advances a cached scan point."""
-        groups, replaced = self.index.groups, self._replaced
+        groups, replaced = self._groups, self._replaced
         i, n = self._scan_from, len(groups)
         dropped = 0
         while i < n:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from math import inf
 
 from kompakt.errors import ConfigError
 from kompakt.messages import Message
@@ -89,6 +90,11 @@ class Stop:
         )
         self.margin = view.index.tokenizer.count_message(Message.user(OMITTED_NOTE))
         self.estimate = view.total_tokens
+        self.quiet_above: float = (
+            -inf if self.never else inf if self.limit is None else self.limit + self.margin
+        )
+        """While `estimate` is above this, no condition can hold: asking is False (a loop
+        may skip the call, and put off its edits until it asks)."""
 
     def __call__(self) -> bool:
         """The target holds (or the strategy's own trigger is quiet): stop removing."""

@@ -87,12 +87,14 @@ class ClampOversized(BaseStrategy):
             pending=True,
         )
         tok = view.index.tokenizer
+        index_groups = view.index.groups
         for g in groups:
-            if stop():
+            if stop.estimate <= stop.quiet_above and stop():  # no call while far
                 walk.stopped(g)
                 break
-            walk.done(g)
-            group = view.index.groups[g]
+            if g >= walk.position:  # walk.done(g), inlined: this loop sees every group
+                walk.position = g + 1
+            group = index_groups[g]
             if group.kind == "summary":  # a note is cut by its own strategy, never clamped
                 continue
             if group.open_calls:  # more results may come: look again next time

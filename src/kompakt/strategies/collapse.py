@@ -110,10 +110,11 @@ class CollapseToolResults(BaseStrategy):
             revisit=walk.revisit,
         )
         for g in groups:
-            if stop():
+            if stop.estimate <= stop.quiet_above and stop():  # no call while far
                 walk.stopped(g)
                 break
-            walk.done(g)
+            if g >= walk.position:  # walk.done(g), inlined: this loop sees every tool group
+                walk.position = g + 1
             if _only_notes_left(view, g):
                 continue  # its results stand replaced already (a newer read supersedes them)
             originals = view.index.group_messages(g)
@@ -145,10 +146,13 @@ class CollapseToolResults(BaseStrategy):
 def _only_notes_left(view: View, g: int) -> bool:
     """Whether every result of group `g` is sent as a note already (superseded): the
     payload a collapse would quote is gone on purpose, and the note saves next to nothing."""
-    if view.is_original(g):
-        return False
-    results = [m for m in view.rendered(g) if m.role == "tool"]
-    return bool(results) and all(m.synthetic == "superseded" for m in results)
+    results = False
+    for m in view.replacement(g) or ():  # an original group (None) has its payload
+        if m.role == "tool":
+            if m.synthetic != "superseded":
+                return False
+            results = True
+    return results
 
 
 RECORD = "[Record of tool calls; output quoted as data]"

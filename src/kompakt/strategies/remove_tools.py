@@ -108,13 +108,16 @@ def old_tool_groups(
     walk = view.candidates(
         min_preserved, ["tool_call"], originals_only=False, start=start, revisit=revisit
     )
+    groups = view.index.groups
     for g in walk:
         if g >= boundary:
             return
-        rendered = view.rendered(g)
-        orphan = view.index.groups[g].orphan and view.is_original(g)
-        if not orphan and not has_calls(rendered):
-            continue
+        if not groups[g].orphan or not view.is_original(g):  # not an orphan
+            for m in view.rendered(g):  # has_calls, inlined: it walks every group
+                if m.tool_calls:
+                    break
+            else:
+                continue
         if exclude_tools and _tool_names(view.index.group_messages(g)) & exclude_tools:
             continue
         yield g

@@ -8,7 +8,7 @@ from typing import TypeAlias
 
 from kompakt._deprecation import renamed_options
 from kompakt.errors import ConfigError
-from kompakt.messages import Message, ToolCall
+from kompakt.messages import Message, ToolCall, text_stand_in
 from kompakt.strategies._common import (
     Stop,
     check_count,
@@ -18,6 +18,7 @@ from kompakt.strategies._common import (
     tool_name_set,
 )
 from kompakt.strategies.base import DEFAULT_MIN_PRESERVED, BaseStrategy, CompactionContext
+from kompakt.tokens import MESSAGE_OVERHEAD, flat_rate
 from kompakt.triggers import TriggerLike
 from kompakt.view import View
 
@@ -81,49 +82,35 @@ class SupersedeReads(BaseStrategy):
 
     def apply(self, view: View, context: CompactionContext) -> bool:
         seen = self._seen(view)
-        count = view.index.tokenizer.count_message
         stop = Stop(self, view, context)
+        preserved = self.preserved(context)
+        notes = _Notes(view)
+        newest, is_original = seen.newest, view.is_original
         replaced = 0
         for g in sorted(seen.stale):
-            if stop():
+            if stop.estimate <= stop.quiet_above and stop():  # no call while far
                 break
-            if view.protected(g, self.preserved(context)):
+            if view.protected(g, preserved):
                 continue  # protected for now: asked again next time
             entry = seen.stale.pop(g)
-            if not view.is_original(g):  # results collapsed, summarized or dropped since
+            original = is_original(g)
+            if not original:  # results collapsed, summarized or dropped since
                 sent = _sent_results(view, g)
                 entry = {cid: v for cid, v in entry.items() if cid in sent}
-            stale = {cid: call for cid, (call, key) in entry.items() if seen.newest_sent(view, key)}
+            stale: dict[str, ToolCall] = {}
+            for cid, (call, key) in entry.items():  # the newest result is still sent
+                (newer, _, newer_call), _ = newest[key]
+                if is_original(newer) or newer_call in _sent_results(view, newer):
+                    stale[cid] = call
             if len(stale) < len(entry):  # a newer result is not sent as it is: ask again
                 seen.stale[g] = {c: v for c, v in entry.items() if c not in stale}
             if not stale:
                 continue
-            current = view.rendered(g)
-            # an original group's messages were counted by the index: read, not recounted
-            start = view.index.groups[g].start
-            counted = view.index.message_tokens if view.is_original(g) else None
-            new: list[Message] = []
-            tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
-            for i, m in enumerate(current):
-                call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
-                if call is None or m.synthetic not in (None, "clamped"):
-                    new.append(m)
-                    tokens += count(m) if counted is None else counted[start + i]
-                    continue
-                note = m.evolve(
-                    content=f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
-                    "again later; see the newer result.]",
-                    synthetic="superseded",
-                    covers=m.covers if m.synthetic else (m.id,),
-                    extra={},
-                )
-                cost, was = count(note), count(m) if counted is None else counted[start + i]
-                new.append(note if cost < was else m)
-                tokens += min(cost, was)
-            if any(a is not b for a, b in zip(new, current, strict=True)):
-                before = rendered_tokens(view, g)
+            before = notes.groups[g].tokens if original else rendered_tokens(view, g)
+            new, tokens = notes.stand_ins(g, stale, original)
+            if new is not None:
                 view.replace(g, new, tokens=tokens)
-                stop.removed(before - tokens)
+                stop.estimate -= before - tokens  # stop.removed, inlined
                 replaced += 1
         view.settle(self._walk_key(), seen.position)  # its own edits need no new reading
         if replaced:
@@ -149,7 +136,11 @@ class SupersedeReads(BaseStrategy):
         waiting = seen.waiting
         seen.waiting = {}
         again = sorted({*waiting, *(g for g in edited if g < seen.position)})
-        for i in (*again, *range(seen.position, len(groups))):
+        for i in (
+            (*again, *range(seen.position, len(groups)))
+            if again
+            else range(seen.position, len(groups))
+        ):
             group = groups[i]
             if group.kind != "tool_call":
                 continue
@@ -163,25 +154,27 @@ class SupersedeReads(BaseStrategy):
         """Record the answered calls of group `g` (but those in `done`); returns all read."""
         read = set(done)
         rendered = view.rendered(g)
-        answered = _sent_results(view, g)
+        answered = {
+            m.tool_call_id for m in rendered if m.role == "tool" and m.synthetic in _SENT
+        }  # _sent_results, from the messages at hand
+        exclude, include = self.exclude_tools, self.include_tools
+        keys = None if callable(self.key) else self._keys
         ordinal = 0
         for m in rendered:
             for call in m.tool_calls:
                 ordinal += 1
-                if call.id not in answered or call.id in read:
+                cid, name = call.id, call.name
+                if cid not in answered or cid in read:
                     continue
-                if not self._watched(call.name):
-                    continue
-                k = self._key(call)
+                if name in exclude or (include is not None and name not in include):
+                    continue  # not watched
+                k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
+                if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
+                    k = self._key(call)
                 if k is not None:
-                    read.add(call.id)
-                    seen.add((call.name, k), (g, -ordinal, call.id), call)
+                    read.add(cid)
+                    seen.add((name, k), (g, -ordinal, cid), call)
         return frozenset(read)
-
-    def _watched(self, tool: str) -> bool:
-        if tool in self.exclude_tools:
-            return False
-        return self.include_tools is None or tool in self.include_tools
 
     def _key(self, call: ToolCall) -> Hashable | None:
         if callable(self.key):
@@ -222,6 +215,7 @@ def _canonical_value(value: object) -> Hashable:
 
 
 _NONE: frozenset[str] = frozenset()
+_UNREAD = object()
 _Occurrence: TypeAlias = "tuple[int, int, str]"
 """(group, minus the call's place in it, call id): the newest group's first call is kept."""
 
@@ -252,23 +246,86 @@ class _Seen:
         if prev is None:
             self.newest[key] = (at, call)
             return
-        if prev[0] == at:  # read again (its group was edited since)
+        was = prev[0]
+        if was == at:  # read again (its group was edited since)
             return
-        if at[:2] > prev[0][:2]:
+        if at[0] > was[0] or (at[0] == was[0] and at[1] > was[1]):  # at[:2] > was[:2]
             self.newest[key] = (at, call)
             at, call = prev
-        self.stale.setdefault(at[0], {})[at[2]] = (call, key)
-
-    def newest_sent(self, view: View, key: Hashable) -> bool:
-        """The newest result of `key` is still sent (not collapsed, summarized, dropped)."""
-        (g, _, cid), _ = self.newest[key]
-        return view.is_original(g) or cid in _sent_results(view, g)
+        stale = self.stale.get(at[0])
+        if stale is None:
+            stale = self.stale[at[0]] = {}
+        stale[at[2]] = (call, key)
 
 
 def _sent_results(view: View, g: int) -> set[str | None]:
     """Call ids whose result group `g` sends as it came (or clamped)."""
-    return {
-        m.tool_call_id
-        for m in view.rendered(g)
-        if m.role == "tool" and m.synthetic in (None, "clamped")
-    }
+    return {m.tool_call_id for m in view.rendered(g) if m.role == "tool" and m.synthetic in _SENT}
+
+
+_SENT = (None, "clamped")
+"""`synthetic` of a result sent as it came (or clamped)."""
+
+
+class _Notes:
+    """Writes the one-line notes of one view's stale results (what it reads of the index
+    read once, not once per group)."""
+
+    def __init__(self, view: View) -> None:
+        index = view.index
+        self.view = view
+        self.groups = index.groups
+        self.messages = index.messages
+        self.counted = index.message_tokens
+        self.count = index.tokenizer.count_message
+        self.rate = flat_rate(index.tokenizer)
+
+    def stand_ins(
+        self, g: int, stale: dict[str, ToolCall], original: bool
+    ) -> tuple[list[Message] | None, int]:
+        """What group `g` sends with its `stale` results (call id -> call) as one-line
+        notes, and what that costs; None when no note is cheaper than what it replaces."""
+        count, rate = self.count, self.rate
+        # an original group's messages were counted by the index: read, not recounted
+        group = self.groups[g]
+        start = group.start
+        counted = self.counted if original else None
+        current = self.messages[start : group.end] if original else self.view.rendered(g)
+        new: list[Message] = []
+        tokens = 0  # what `new` costs, counted once here (the view is told, not recounting)
+        changed = False
+        for i, m in enumerate(current):
+            was = count(m) if counted is None else counted[start + i]
+            call = stale.get(m.tool_call_id or "") if m.role == "tool" else None
+            if call is None or m.synthetic not in _SENT:
+                new.append(m)
+                tokens += was
+                continue
+            text = (
+                f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
+                "again later; see the newer result.]"
+            )
+            if rate is not None and not m.tool_calls and text.isascii():
+                x = len(text) / rate  # what `count` says of the note, without the call
+                cost = int(x)
+                cost += MESSAGE_OVERHEAD + (cost < x)
+                if cost >= was:  # no cheaper: not written
+                    new.append(m)
+                    tokens += was
+                    continue
+                note = text_stand_in(
+                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
+                )
+            else:
+                note = text_stand_in(
+                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
+                )
+                cost = count(note)
+            if cost < was:
+                new.append(note)
+                tokens += cost
+                changed = True
+            else:
+                new.append(m)
+                tokens += was
+        return (new if changed else None), tokens

@@ -60,36 +60,45 @@ class Truncation(BaseStrategy):
     def apply(self, view: View, context: CompactionContext) -> bool:
         stop = Stop(self, view, context)
         summaries: list[int] = []
-        dropped = 0
+        dropped: list[int] = []  # dropped from the view once the target may hold
+        done = 0
         stopped = False
         groups = view.index.groups
+        # nothing replaced yet: every group the walk meets is an original (the loop drops
+        # only groups it has passed)
+        fresh = not view.changed
         for g in view.candidates(self.preserved(context), originals_only=False):
-            if stop():
-                stopped = True
-                break
-            if view.is_original(g):  # the common case, read without a call per question
+            if stop.estimate <= stop.quiet_above:  # it may hold: ask, the drops made
+                view.drop_all(dropped)
+                done += len(dropped)
+                dropped.clear()
+                if stop():
+                    stopped = True
+                    break
+            if fresh or view.is_original(g):  # the common case
                 group = groups[g]
                 if group.kind == "summary":
                     summaries.append(g)
                     continue
-                stop.removed(group.tokens)
+                stop.estimate -= group.tokens  # stop.removed, inlined
             elif holds_summary(view, g):
                 summaries.append(g)
                 continue
             else:
                 stop.removed(rendered_tokens(view, g))
-            view.drop(g)
-            dropped += 1
+            dropped.append(g)
+        view.drop_all(dropped)
+        done += len(dropped)
         if not stopped and self.drop_summaries:
             for g in summaries:
                 if stop():
                     break
                 stop.removed(rendered_tokens(view, g))
                 view.drop(g)
-                dropped += 1
-        if dropped:
-            context.note(groups_dropped=dropped)
-        return dropped > 0
+                done += 1
+        if done:
+            context.note(groups_dropped=done)
+        return done > 0
 
     def __repr__(self) -> str:
         return f"Truncation(min_preserved={self.min_preserved}, trigger={self.trigger!r})"
