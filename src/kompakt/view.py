@@ -149,6 +149,16 @@ class View:
 
     # -- edits ----------------------------------------------------------------------
 
+    def _count_removed(self, g: Group) -> None:
+        """The accounting of an original group no longer sent as it was."""
+        self._removed_tokens += g.tokens
+        self._removed_chars += g.chars
+        self._removed_msgs += g.end - g.start
+        if g.kind == "user":
+            self._removed_user_groups += 1
+        elif g.kind == "tool_call":
+            self._removed_tool_groups += 1
+
     def drop(self, group: int) -> None:
         """Send nothing for `group` (its originals stay in the index)."""
         g = self._groups[group]
@@ -158,13 +168,7 @@ class View:
         # `_set` for the common case, an original group dropped (truncation drops
         # thousands in a row): the same accounting, without the general bookkeeping
         self._replaced[group] = _EMPTY
-        self._removed_tokens += g.tokens
-        self._removed_chars += g.chars
-        self._removed_msgs += g.end - g.start
-        if g.kind == "user":
-            self._removed_user_groups += 1
-        elif g.kind == "tool_call":
-            self._removed_tool_groups += 1
+        self._count_removed(g)
         self._dropped_groups += 1
         if group < self._scan_from:
             self._scan_from = 0
@@ -228,13 +232,7 @@ class View:
         # `_set` for the common case, an original group replaced (a strategy writes a note
         # for each of thousands): the same accounting, without the general bookkeeping
         self._replaced[group] = new
-        self._removed_tokens += g.tokens
-        self._removed_chars += g.chars
-        self._removed_msgs += g.end - g.start
-        if g.kind == "user":
-            self._removed_user_groups += 1
-        elif g.kind == "tool_call":
-            self._removed_tool_groups += 1
+        self._count_removed(g)
         if len(new) == 1:
             chars = new[0].char_count
             if tokens is None:
