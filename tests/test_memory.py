@@ -480,3 +480,12 @@ def test_a_chats_note_takes_more_of_the_budget_than_an_agents() -> None:
         sum(q["answer"].lower() in sent_text(o).lower() for q in doc["questions"]) for o in outs
     ]
     assert held[1] > held[0]
+
+
+def test_no_share_stays_no_share_in_a_chat() -> None:
+    from kompakt.index import MessageIndex
+    from kompakt.strategies.digest import ExtractiveDigest
+    from kompakt.view import View
+
+    msgs, _, _ = chat(3)
+    assert ExtractiveDigest(note_share=None).share(View(MessageIndex(msgs))) is None

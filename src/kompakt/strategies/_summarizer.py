@@ -72,7 +72,8 @@ class SummarizingStrategy(BaseStrategy):
     """With a budget (or target), the share of it the note may grow to past
     `max_note_tokens` (None: the note's size is `max_note_tokens` alone)."""
     chat_note_share: float | None = None
-    """The same in a conversation without tool calls (None: `note_share`)."""
+    """The same in a conversation without tool calls (None: `note_share`; with
+    `note_share` None, there is no share either way)."""
     inline_without_model = True
     """Without a model `apply_async` never awaits, so `apply` may run it inline."""
 
@@ -170,9 +171,9 @@ class SummarizingStrategy(BaseStrategy):
         without tool calls (what a chat is asked later lives in the note), else
         `note_share` (an agent's work goes on from its newest steps, which the tail
         keeps)."""
-        if self.chat_note_share is None or view.index.has_tool_calls:
-            return self.note_share
-        return self.chat_note_share
+        if self.note_share is None or self.chat_note_share is None:
+            return self.note_share  # no share at all stays no share, in a chat too
+        return self.note_share if view.index.has_tool_calls else self.chat_note_share
 
     def note_limit(self, view: View, context: CompactionContext, span: Span) -> Fit | None:
         """How big the note of `span` may be so that it fits under the budget (or target)
