@@ -233,14 +233,17 @@ def test_nothing_comes_back_without_a_compaction() -> None:
     assert not rehydrated(view)
 
 
-def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
+def agent_reading(reads: int, lines: int) -> tuple[Any, ScriptedModel]:
+    """An agent that reads `reads` files of `lines` lines each and is done, under a
+    compactor that truncates past 1,500 tokens and rehydrates one file."""
+
     def read_file(path: str) -> str:
         """Read a file.
 
         Args:
             path: the file.
         """
-        return f"# {path}\n" + "code = 1\n" * 120
+        return f"# {path}\n" + "code = 1\n" * lines
 
     script: list[Any] = [
         Message.assistant(
@@ -248,7 +251,7 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
                 ToolCall(id=f"c{i}", name="read_file", arguments=json.dumps({"path": f"m{i}.py"}))
             ]
         )
-        for i in range(6)
+        for i in range(reads)
     ] + ["done"]
     flat = kompakt.CharEstimator(chars_per_token=4)  # sizes for four characters a token
     model = ScriptedModel(script, tokenizer=flat)  # the usage it reports is calibrated to
@@ -260,7 +263,11 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
         tokenizer=flat,
     )
     agent = Agent(model, tools=[read_file], compactor=compactor, recall=False)
-    result = agent.run_sync("read the modules")
+    return agent.run_sync("read the modules"), model
+
+
+def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
+    result, model = agent_reading(6, 120)
     assert result.output == "done" and result.compactions
     sent = [m for r in model.requests for m in r if m.synthetic == "rehydrated"]
     assert sent and sent[-1].text.startswith(HEADER)
@@ -268,33 +275,7 @@ def test_the_agent_sends_the_rehydrated_files_after_a_compaction() -> None:
 
 
 def test_the_agent_says_when_its_rehydration_found_no_room() -> None:
-    def read_file(path: str) -> str:
-        """Read a file.
-
-        Args:
-            path: the file.
-        """
-        return f"# {path}\n" + "code = 1\n" * 400  # about 900 tokens: two pass the target
-
-    script: list[Any] = [
-        Message.assistant(
-            tool_calls=[
-                ToolCall(id=f"c{i}", name="read_file", arguments=json.dumps({"path": f"m{i}.py"}))
-            ]
-        )
-        for i in range(4)
-    ] + ["done"]
-    flat = kompakt.CharEstimator(chars_per_token=4)
-    model = ScriptedModel(script, tokenizer=flat)
-    compactor = Compactor(
-        trigger=TokensExceed(1_500),
-        strategy=Truncation(min_preserved=2),
-        target=TokensBelow(900),
-        rehydrate=Rehydrate(files=1, max_file_tokens=200),
-        tokenizer=flat,
-    )
-    agent = Agent(model, tools=[read_file], compactor=compactor, recall=False)
-    result = agent.run_sync("read the modules")
+    result, model = agent_reading(4, 400)  # about 900 tokens a file: two pass the target
     assert result.compactions
     shortfall = result.compactions[0].shortfall
     assert shortfall is not None and "min_preserved=2" in shortfall
