@@ -491,9 +491,8 @@ _WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re
 
 
 def _constraint(t: _Text) -> float:
-    if not _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH):
-        return 0.0
-    return 1.0
+    cued = _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH)
+    return 1.0 if cued else 0.0
 
 
 def _cued(
