@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kompakt.notes import Ledger, Salience, is_filler, is_instruction, superseded
-from kompakt.notes.ledger import drop_superseded, surviving_clauses
+from kompakt.notes.ledger import drop_superseded, supersessions, surviving_clauses
 from kompakt.notes.salience import (
     change_signal,
     constraint_signal,
@@ -172,6 +172,47 @@ def test_an_update_supersedes_the_stale_value() -> None:
     assert superseded(
         "We're thinking Porto in July.", "We switched the holiday to Lisbon from Porto."
     )
+
+
+def test_a_count_said_again_with_another_number_is_an_update() -> None:
+    assert superseded("roughly 120 guests, outdoors if possible.", "We're at 95 guests now.")
+    assert superseded("The budget is €60,000 for launch.", "The budget is now €48,000.")
+    # money alone is no subject: a price changing leaves a budget standing
+    assert not superseded(
+        "Updated: the marketing budget is €48,000 ex-VAT.",
+        "Updated: the retail price is €179 ex-VAT (was €189).",
+    )
+    # a date is no count: "23 April" then "11 April" speak of different days
+    assert not superseded(
+        "The frame is rebooked for delivery on Tuesday 23 April.",
+        "The refund was sent on 11 April but the card was cancelled.",
+    )
+
+
+def test_a_change_that_names_only_what_the_older_named_outdates_it() -> None:
+    older = "My flight to Reykjavik with Icelandair leaves on 14 March at 07:40."
+    assert superseded(older, "oh and the flight moved, it's the 16th now")
+    # a name is no such subject: moving to Leeds leaves a sister living there
+    assert not superseded("My sister lives in Leeds and works at Asda.", "I moved to Leeds.")
+
+
+def test_a_named_thing_said_to_be_gone_outdates_what_was_said_of_it() -> None:
+    older = "we still drive my old Skoda Fabia, it's making a weird noise"
+    assert superseded(older, "we finally got rid of the Skoda.")
+    assert surviving_clauses(older, "we finally got rid of the Skoda.") == (
+        "it's making a weird noise"
+    )
+    assert not superseded(older, "my brother drives a Skoda too, he loves it.")
+
+
+def test_one_statement_may_be_outdated_in_parts_by_several() -> None:
+    texts = [
+        ("Nimbus retail price €189, warranty 2 years.", 1.0),
+        ("The retail price is now €179.", 2.0),
+        ("The warranty is now 3 years.", 3.0),
+    ]
+    assert supersessions(texts) == {0: [1, 2]}
+    assert drop_superseded(texts) == {0: 2}
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ from functools import lru_cache
 
 from kompakt.fencing import escape
 from kompakt.messages import Message
-from kompakt.notes.ledger import Ledger, drop_superseded, surviving_clauses
+from kompakt.notes.ledger import Ledger, superseded, supersessions, surviving_clauses
 from kompakt.notes.salience import (
     Salience,
     content_words,
@@ -485,8 +485,8 @@ class _Extraction:
     ledger: Ledger = field(default_factory=Ledger)
     units: list[tuple[Unit, float, float]] = field(default_factory=list)
     """Conversational units to rank by salience: ``(unit, recency, bonus)``."""
-    request: tuple[int, _Item] | None = None
-    """The span's first request (kept whole) and its message's position."""
+    request: _Request | None = None
+    """The span's first request, kept whole (or its head)."""
     asking: str = ""
     """What the user asks now (their newest message after the span): what it is about
     is worth keeping."""
@@ -571,7 +571,8 @@ def _extract(
                     rules = [e.text for e in ex.ledger.entries()]
                     room -= _section_cost("instructions", rules, tok) if rules else 0
                     text = _without_rules(m, pos)
-                ex.request = (pos, _request(c, text, recency, room, tok))
+                ex.request = _Request(pos, text, max(16, room), tok)
+                ex.request.item = ex.request.add(c, recency)
             if bonus == 0.0 or not agentic:
                 _conversation(ex, m, pos, recency, bonus=bonus)
             _identifiers(c, text, recency, weight=1.5, values=False)
@@ -810,7 +811,7 @@ def _rank_units(ex: _Extraction) -> None:
             if s >= _SPECIFIC:
                 specific.add(u.order)
     kept: list[tuple[Unit, float]] = []
-    request = ex.request[0] if ex.request is not None else None
+    request = ex.request.position if ex.request is not None else None
     for (position, _), units in by_message.items():
         source = _ranked_as(ex, units[0][0].source)
         cap = _UNITS_PER_REQUEST if position == request else _UNITS_PER_MESSAGE.get(source, 4)
@@ -821,36 +822,48 @@ def _rank_units(ex: _Extraction) -> None:
             best = [x for x in units if x[0].order in specific] + rest[:cap]
             units = sorted(best, key=lambda x: x[0].order)
         kept.extend(units)
-    stale = {  # within one message a sentence does not outdate its neighbour
-        old: new
-        for old, new in drop_superseded(
+    # within one message a sentence does not outdate its neighbour; a note's lines were
+    # said apart, each its own statement
+    apart = [u.position if u.position >= 0 else -1 - k for k, (u, _) in enumerate(kept)]
+    stale = {
+        old: others
+        for old, newer in supersessions(
             [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept]
         ).items()
-        if kept[old][0].position != kept[new][0].position
+        if (others := [n for n in newer if apart[n] != apart[old]])
     }
     # the current value is worth what the stale one was: what it is about mattered
     inherited: dict[int, float] = {}
-    for old, new in stale.items():
-        inherited[new] = max(inherited.get(new, 0.0), kept[old][1])
+    for old, newer in stale.items():
+        for new in newer:
+            inherited[new] = max(inherited.get(new, 0.0), kept[old][1])
     for k, (u, score) in enumerate(kept):
         text = u.text
         if score == _CONTEXT_ONLY:
             continue
         score = max(score, inherited.get(k, score))
-        if k in stale:  # a later statement changed it: only what it did not change stays
-            text = surviving_clauses(text, kept[stale[k]][0].text)
-            words = len(text.split())
-            if words < 2 or (words < _SURVIVING_WORDS and _unspecific(text)):
-                text = ""  # "Priya", "it was": no statement alone ("my partner Tomasz" is)
-            if ex.request is not None and ex.request[0] == u.position:
-                ex.request[1].text = ex.request[1].text.replace(u.text, text or "[…]")
-                if not ex.request[1].text.strip(" \n[…]"):  # nothing of it is current
-                    ex.c.items.pop(("requests", ex.request[1].key), None)
+        if k in stale:  # later statements changed it: only what they did not change stays
+            text = _current_part(text, [kept[n][0].text for n in stale[k]])
+            if ex.request is not None and ex.request.position == u.position:
+                ex.request.outdate(ex.c, u.text, text)
         if text:  # boilerplate said again is not more salient for it: no repeat bonus
             item = ex.c.add(
                 "facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False
             )
             item.when = ex.dated.get(u.order, item.when)
+
+
+def _current_part(text: str, newer: Sequence[str]) -> str:
+    """What of a statement the newer ones leave standing, each changing a part of it
+    ("" when nothing of it that says something alone is current)."""
+    for k, n in enumerate(newer):
+        if k and not superseded(text, n):
+            continue  # what an earlier change left is not what this one changes
+        text = surviving_clauses(text, n)
+        words = len(text.split())
+        if words < 2 or (words < _SURVIVING_WORDS and _unspecific(text)):
+            return ""  # "Priya", "it was": no statement alone ("my partner Tomasz" is)
+    return text
 
 
 def _without_rules(m: Message, pos: int) -> str:
@@ -861,14 +874,34 @@ def _without_rules(m: Message, pos: int) -> str:
     return text
 
 
-def _request(c: _Collector, text: str, recency: float, room: int, tok: Tokenizer) -> _Item:
-    text = re.sub(r"\n{3,}", "\n\n", text.strip())
-    return c.add(
-        "requests",
-        clamp_tokens(text, max(16, room), tok),
-        10 + 2 * recency,
-        recency,
-    )
+@dataclass
+class _Request:
+    """The span's first request, kept whole within its room: what it said, so that a
+    later change can be applied to it before it is cut to size."""
+
+    position: int
+    said: str
+    room: int
+    tok: Tokenizer
+    item: _Item | None = None
+
+    def add(self, c: _Collector, recency: float) -> _Item:
+        self.said = re.sub(r"\n{3,}", "\n\n", self.said.strip())
+        return c.add(
+            "requests", clamp_tokens(self.said, self.room, self.tok), 10 + 2 * recency, recency
+        )
+
+    def outdate(self, c: _Collector, stale: str, current: str) -> None:
+        """`stale`, a part of the request, said again as `current` ("" when nothing of it
+        is current): the request keeps what is current."""
+        if self.item is None:
+            return
+        self.said = self.said.replace(stale, current or "[…]")
+        if not self.said.strip(" \n[…]"):  # nothing of it is current
+            c.items.pop(("requests", self.item.key), None)
+            self.item = None
+        else:
+            self.item.text = clamp_tokens(self.said, self.room, self.tok)
 
 
 def _decisions(c: _Collector, text: str, recency: float) -> None:

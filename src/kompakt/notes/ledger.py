@@ -25,8 +25,10 @@ from typing import NamedTuple
 
 from kompakt.notes.salience import (
     content_words,
+    date_word,
     entity_signal,
     is_question,
+    names_in,
     value_signal,
     word_atoms,
 )
@@ -134,6 +136,9 @@ class _Statement(NamedTuple):
     words: frozenset[str]  # all its content words
     cue: bool  # it says something changed
     stateful: bool  # it states a value or names a thing: it can go stale
+    amounts: frozenset[tuple[str, str]]  # (what is counted, how many): ("guests", "120")
+    names: frozenset[str]  # the names it says
+    removed: frozenset[str]  # the names it says are gone ("we sold the Skoda")
 
 
 # The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
@@ -150,8 +155,7 @@ _UPDATE_GATE = frozenset(
 )
 
 
-def _update_cue(text: str) -> bool:
-    words = word_atoms(text)
+def _update_cue(text: str, words: frozenset[str]) -> bool:
     if words.isdisjoint(_UPDATE_GATE) and not _CJK_UPDATE.search(text):
         return False
     return _UPDATE_CUE.search(text) is not None
@@ -166,7 +170,59 @@ def _statement(text: str) -> _Statement:
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
     # a question states nothing that could go stale
     stateful = not is_question(text) and bool(value_signal(text) or entity_signal(text))
-    return _Statement(subject, frozenset(words), _update_cue(text), stateful)
+    atoms = word_atoms(text)
+    amounts = frozenset(_amounts(text)) if stateful and _DIGIT.search(text) else frozenset()
+    names = names_in(text) if stateful else frozenset()
+    gone = names and not atoms.isdisjoint(_REMOVAL_GATE) and _REMOVAL.search(text)
+    removed = names if gone else frozenset()
+    cue = bool(removed) or _update_cue(text, atoms)
+    return _Statement(subject, frozenset(words), cue, stateful, amounts, names, removed)
+
+
+_DIGIT = re.compile(r"\d")
+
+
+# what says a named thing is gone: what was said of it is no longer current (searched
+# only when a word it needs is there)
+_REMOVAL = re.compile(
+    r"\b(?:got rid of|sold|gave up|quit|no longer|traded in|broke up with|gave away)\b",
+    re.IGNORECASE,
+)
+_REMOVAL_GATE = frozenset(["rid", "sold", "gave", "quit", "longer", "traded", "broke"])
+
+
+def _amounts(text: str) -> list[tuple[str, str]]:
+    """What a statement counts and how many: "120 guests" is ("guests", "120"), "€189"
+    is ("€", "189")."""
+    counted = [(unit.lower(), n) for n, unit in _COUNTED.findall(text)]
+    return [c for c in counted if not date_word(c[0])] + _PRICED.findall(text)
+
+
+_COUNTED = re.compile(r"(?<![\w.,$€£¥])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
+_PRICED = re.compile(r"([$€£¥])\s?(\d(?:[\d,.]*\d)?)")
+
+
+def _recounted(a: _Statement, b: _Statement) -> int:
+    """How many subject words the two statements must share for the newer to recount
+    what the older counts, with another number: one for a count ("120 guests", then
+    "95 guests": the noun is shared), two for a sum of money ("the budget is €60,000",
+    then "the budget is now €48,000", not "the price is now €179 ex-VAT"; one where the
+    newer names only one thing: "retail is €179 now"). A large number when it recounts
+    nothing."""
+    older: dict[str, set[str]] = {}
+    newer: dict[str, set[str]] = {}
+    for amounts, by_unit in ((a.amounts, older), (b.amounts, newer)):
+        for unit, n in amounts:
+            by_unit.setdefault(unit, set()).add(n)
+    # a recap that says the old amount again beside others changes nothing
+    units = [unit for unit, ns in newer.items() if unit in older and older[unit].isdisjoint(ns)]
+    if not units:
+        return _NEVER
+    return min(2 if unit in _CURRENCY else 1 for unit in units)
+
+
+_NEVER = 1 << 30
+_CURRENCY = frozenset("$€£¥")
 
 
 def _subject_words(text: str) -> frozenset[str]:
@@ -191,9 +247,18 @@ def _same_subject(a: _Statement, b: _Statement) -> bool:
     shared = len(a.subject & b.subject)
     if shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject)):
         return True
+    if not b.cue:  # what follows takes a change said
+        return False
+    if b.removed & a.names:  # "we got rid of the Skoda" after "we drive a Skoda Fabia"
+        return True
+    if b.stateful and b.subject <= a.subject and not b.subject & b.names:
+        return True  # "the flight moved, it's the 16th now": all it names, the older did
+    need = _recounted(a, b)
+    if need < _NEVER:  # "we're at 95 guests now" after "about 120 guests"
+        return shared >= min(need, len(b.subject))
     # a change said in passing ("it's now basically a donation") shares a word with many
     # a statement: it names the older one's subject when it shares a fair part of it
-    if not b.cue or shared < _CHANGED_SHARE * len(a.subject):
+    if shared < _CHANGED_SHARE * len(a.subject):
         return False
     # one word in common outdates only with a value or a name to replace it: "she is due
     # any day now" leaves "the due date is 30 August" standing
@@ -287,15 +352,28 @@ def _norm(text: str) -> str:
 
 
 def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
-    """Which statements a later one supersedes: ``{older index: newer index}`` (`texts`
+    """Which statements a later one supersedes: ``{older index: newest index}`` (`texts`
     are ``(text, order)``).
-
-    Only statements that share a subject word are compared, and a word said in very
-    many statements names no subject: near-linear in practice.
 
     >>> drop_superseded([("The deadline is May 1.", 1), ("I like tea.", 2),
     ...                  ("The deadline moved to June 3.", 3)])
     {0: 2}
+    """
+    return {old: newer[-1] for old, newer in supersessions(texts).items()}
+
+
+def supersessions(texts: Sequence[tuple[str, float]]) -> dict[int, list[int]]:
+    """Every later statement that supersedes each older one, oldest first: ``{older
+    index: [newer indexes]}`` (`texts` are ``(text, order)``). One statement may be
+    outdated in parts by several ("price €189, warranty 2 years", then the price, then
+    the warranty).
+
+    Only statements that share a subject word are compared, and a word said in very
+    many statements names no subject: near-linear in practice.
+
+    >>> supersessions([("Price €189, warranty 2 years.", 1), ("The price is now €179.", 2),
+    ...                ("The warranty is now 3 years.", 3)])
+    {0: [1, 2]}
     """
     statements = [_statement(t) for t, _ in texts]
     said: Counter[str] = Counter()  # how many statements name each word
@@ -306,7 +384,7 @@ def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
             for w in st.subject:
                 by_word.setdefault(w, []).append(i)
     common = max(8, min(64, len(texts) // 20))
-    gone: dict[int, int] = {}
+    gone: dict[int, list[int]] = {}
     for j, (_, when) in enumerate(texts):
         newer = statements[j]
         rivals: set[int] = set()
@@ -315,7 +393,9 @@ def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
                 rivals.update(by_word[w])
         for i in sorted(rivals):
             if i != j and texts[i][1] < when and _superseded(statements[i], newer):
-                gone[i] = j  # the newest statement that supersedes it wins
+                gone.setdefault(i, []).append(j)
+    for newer_ones in gone.values():
+        newer_ones.sort(key=lambda j: texts[j][1])
     return gone
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "is_filler",
     "is_instruction",
     "is_question",
+    "names_in",
     "self_fact_signal",
     "value_signal",
     "word_atoms",
@@ -307,6 +308,16 @@ def content_words(text: str) -> list[str]:
     ['预算', '算五', '五百']
     """
     return list(_read(text).content)
+
+
+def date_word(word: str) -> bool:
+    """Whether a lower-cased word names a month or a weekday ("23 april" is a date, not
+    23 of something).
+
+    >>> date_word("april"), date_word("guests")
+    (True, False)
+    """
+    return word in _DATE_WORDS
 
 
 def word_atoms(text: str) -> frozenset[str]:
@@ -712,6 +723,18 @@ def entity_signal(text: str) -> float:
     (2.0, 0.0)
     """
     return _entity(_read(text))
+
+
+def names_in(text: str) -> frozenset[str]:
+    """The names `text` says past its first word, lower-cased, as their mentions share
+    them ("Sheldon's" is "sheldon").
+
+    >>> sorted(names_in("We sold the Skoda to Maria's brother."))
+    ['maria', 'skoda']
+    """
+    t = _read(text)
+    _entity(t)
+    return frozenset(t.names)
 
 
 def self_fact_signal(text: str) -> float:
