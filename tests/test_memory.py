@@ -211,6 +211,26 @@ def test_a_request_cut_to_size_still_loses_its_stale_value() -> None:
     assert "the 16th now" in text and "14 March" not in text
 
 
+def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
+    """The sentences right after a rule that say why it holds for the speaker are part
+    of it (what is wanted is often said there); a new topic is not."""
+    from kompakt.notes import digest
+
+    said = [
+        Message.user(
+            "Can you not do long bulleted lists every time please? I read your replies on my "
+            "phone and the bullets turn into a wall. Short paragraphs are so much easier for "
+            "me. Anyway, quick question: should the survey come first?"
+        ),
+        Message.assistant("Understood. The survey should come first."),
+        *[m for q, a in SMALL_TALK[:6] for m in (Message.user(q), Message.assistant(a))],
+    ]
+    text = digest(said, max_tokens=120)
+    instructions = text.split("## Standing instructions")[1].split("##")[0]
+    assert "Short paragraphs are so much easier for me." in instructions
+    assert "survey" not in instructions
+
+
 def test_five_rounds_keep_what_one_round_kept() -> None:
     msgs, rules, facts = chat(5, talk=2)
     budget = tokens(msgs) * 20 // 100

@@ -61,6 +61,11 @@ from kompakt.notes.units import split_sentences
         "另外别给我推荐成功学那种书，我很反感",
         "我最喜欢的作家是余华，你能推荐一些类似风格的书吗？",
         "also pls sign off anything you draft for me as just 'Noor'",
+        "And British spelling throughout please, I keep slipping into American.",
+        # a clause that opens with its verb and says always or never is told
+        "Eine Sache noch, die ist mir wichtig: schreib nie 'lecker' in einem Text.",
+        "N'utilise jamais de tirets longs.",
+        "Nunca uses emojis conmigo.",
     ],
 )
 def test_standing_instructions_are_recognised(text: str) -> None:
@@ -92,6 +97,11 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Please no worries!",
         "I love everything you make!",
         "Thanks for everything you suggest.",
+        "The rain kept on throughout the day, please send help.",
+        "Ich war nie in Paris.",
+        "Wir backen immer freitags.",
+        "Je ne mange jamais de viande le soir.",
+        "Nunca llueve en Bilbao en agosto.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -664,9 +664,15 @@ def _conversation(
         # pandas. [why]. The standard library and X only."); an agent's task states many
         # limits of the one task, which the request keeps
         limits = {u.order for u in units if _limits(u.text) and u.order not in rules}
+    # why the rule holds, said right after it ("please don't jump into advice. Sometimes
+    # I just want to vent."), goes with it: what it asks for is often said there
+    reasons = _reasons(units, rules) if rules and bonus != _AGENT_TASK else {}
+    told = {k for said in reasons.values() for k in said}
     for u in units:
-        if u.order in rules or u.order in limits:
-            rule = _unlabelled(u.text, ex.speakers)
+        if (u.order in rules or u.order in limits) and u.order not in told:
+            rule = " ".join(
+                _unlabelled(x.text, ex.speakers) for x in (u, *reasons.get(u.order, ()))
+            )
             ex.ledger.add(rule, order=pos + u.order / 1e6, shown=not context_only)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
             # an agent's task is in the note whole: its sentences only supersede
@@ -739,6 +745,41 @@ def _rules_of(units: Sequence[Unit]) -> set[int]:
         if units[k - 1].order in rules and _ELABORATION.match(u.text):
             rules.add(u.order)
     return rules
+
+
+def _reasons(units: Sequence[Unit], rules: set[int]) -> dict[int, list[Unit]]:
+    """The sentences right after each rule of a message that say why it holds for the
+    speaker (first person, no question, no new topic), at most `_REASON_UNITS` each.
+    The reasons join their rule in `rules` too."""
+    out: dict[int, list[Unit]] = {}
+    for k, u in enumerate(units):
+        if u.order not in rules:
+            continue
+        for x in units[k + 1 : k + 1 + _REASON_UNITS]:
+            if x.order in rules or not _a_reason(x.text):
+                break
+            out.setdefault(u.order, []).append(x)
+    rules.update(x.order for said in out.values() for x in said)
+    return out
+
+
+def _a_reason(text: str) -> bool:
+    words = text.split()
+    if len(words) > _REASON_WORDS or is_question(text) or _NEW_TOPIC.match(text):
+        return False
+    return _FIRST_PERSON.search(text) is not None
+
+
+_REASON_UNITS = 2
+_REASON_WORDS = 25
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|i'm|i'd|i've|i'll|me|my|we|our|us)\b|\bi[’'](?:m|d|ve|ll)\b", re.I
+)
+_NEW_TOPIC = re.compile(
+    r"(?:anyway|anyhow|also|oh and|and also|btw|by the way|speaking of|quick question|other"
+    r" than that|unrelated|separately|on another note|random(?:ly)?|ps|p\.s\.)\b",
+    re.IGNORECASE,
+)
 
 
 def _between_people(ex: _Extraction) -> bool:

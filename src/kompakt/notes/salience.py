@@ -66,6 +66,7 @@ _INSTRUCTION_EN = re.compile(
     r"|please (?:always|never|make sure|no(?! (?:worries|problem|rush|pressure|stress|need))|"
     r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
     r"format|give)"
+    r"|\w+ throughout,? (?:please|pls)\b|\b(?:please|pls)\b[^.?!]{0,40}\bthroughout\b"
     r"|remember (?:to|that)|make sure (?:to|you|that)|be sure to|stop (?:using|doing|adding)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|(?:keep|bear) (?:that |this |it )?in mind|note that i\b"
@@ -447,7 +448,11 @@ def _european_instruction(t: _Text) -> bool:
     if not words.isdisjoint(_PREFER):
         return True
     polite = not words.isdisjoint(_PLEASE) or _PLEASE_PHRASE.search(t.text) is not None
-    return polite and not words.isdisjoint(_ALWAYS_NEVER_NO)
+    if polite and not words.isdisjoint(_ALWAYS_NEVER_NO):
+        return True
+    # a clause that opens with its verb and says always or never is told, not narrated:
+    # "schreib nie 'lecker'", "utilise toujours le tu", "nunca uses emojis"
+    return not words.isdisjoint(_TOLD_ALWAYS_NEVER) and _TOLD.search(t.text) is not None
 
 
 _FROM_NOW_ON = _wordset("désormais dorénavant künftig zukünftig fortan d'ora")
@@ -467,8 +472,17 @@ _ALWAYS_NEVER_NO = _wordset(
     """siempre nunca jamás jamas no sin sempre nunca não sem toujours jamais pas sans ne
     immer nie niemals nicht kein keine keinen ohne mai non senza"""
 )
+_TOLD_ALWAYS_NEVER = _wordset("nie niemals immer jamais toujours nunca jamás")
+_TOLD = re.compile(
+    r"(?:^|[:;,.!]\s+)(?:(?:nunca|jamás) \w+(?:es|as)\b"  # "nunca uses": you, told
+    r"|(?!(?:ich|wir|er|sie|es|man|das|du|ihr|der|die|den|dem|dies\w*|je|il|elle|on|nous"
+    r"|vous|tu|ils|elles|ce|c|j|y|yo|él|ella|ellos)\b)(?:n')?[^\W\d_]+ (?:nie|niemals|immer"
+    r"|jamais|toujours)\b)",
+    re.IGNORECASE,
+)
 _EUROPEAN_WORDS = (
-    _FROM_NOW_ON
+    _TOLD_ALWAYS_NEVER
+    | _FROM_NOW_ON
     | _PREFER
     | _PLEASE
     | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
