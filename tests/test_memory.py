@@ -228,6 +228,7 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
     text = digest(said, max_tokens=120)
     instructions = text.split("## Standing instructions")[1].split("##")[0]
     assert "Short paragraphs are so much easier for me." in instructions
+    assert text.count("Short paragraphs") == 1  # one entry, not the reason again alone
     assert "survey" not in instructions
 
 

@@ -667,7 +667,7 @@ def _conversation(
     # why the rule holds, said right after it ("please don't jump into advice. Sometimes
     # I just want to vent."), goes with it: what it asks for is often said there
     reasons = _reasons(units, rules) if rules and bonus != _AGENT_TASK else {}
-    told = {k for said in reasons.values() for k in said}
+    told = {x.order for said in reasons.values() for x in said}
     for u in units:
         if (u.order in rules or u.order in limits) and u.order not in told:
             rule = " ".join(
