@@ -574,7 +574,9 @@ def _extract(
                 ex.request = _Request(pos, text, max(16, room), tok)
                 ex.request.item = ex.request.add(c, recency)
             if bonus == 0.0 or not agentic:
-                _conversation(ex, m, pos, recency, bonus=bonus)
+                ruled = _conversation(ex, m, pos, recency, bonus=bonus)
+                if bonus == _IN_REQUEST and ex.request is not None:  # the ledger has those
+                    ex.request.without(c, ruled)
             _identifiers(c, text, recency, weight=1.5, values=False)
             _paths(c, text, recency, weight=3.0)
             acted = False
@@ -645,10 +647,11 @@ def _conversation(
     *,
     bonus: float = 0.0,
     context_only: bool = False,
-) -> None:
+) -> list[str]:
     """The units of a user message or a conversational reply: standing instructions go
     to the ledger, the rest is ranked by salience once the whole span is read.
-    `context_only` units (still in the conversation after the span) only supersede."""
+    `context_only` units (still in the conversation after the span) only supersede.
+    Returns the units that went to the ledger."""
     units = split_units(m, pos, first_order=pos * 1000, speakers=ex.speakers)
     if ex.speakers:
         _number_turns(ex, units)
@@ -668,7 +671,10 @@ def _conversation(
     # I just want to vent."), goes with it: what it asks for is often said there
     reasons = _reasons(units, rules) if rules and bonus != _AGENT_TASK else {}
     told = {x.order for said in reasons.values() for x in said}
+    ruled: list[str] = []
     for u in units:
+        if u.order in rules or u.order in limits:
+            ruled.append(u.text)
         if (u.order in rules or u.order in limits) and u.order not in told:
             rule = " ".join(
                 _unlabelled(x.text, ex.speakers) for x in (u, *reasons.get(u.order, ()))
@@ -678,6 +684,7 @@ def _conversation(
             # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
+    return ruled
 
 
 _RULE_MESSAGE_UNITS = 6
@@ -935,9 +942,18 @@ class _Request:
     def outdate(self, c: _Collector, stale: str, current: str) -> None:
         """`stale`, a part of the request, said again as `current` ("" when nothing of it
         is current): the request keeps what is current."""
-        if self.item is None:
+        self._cut({stale: current or "[…]"}, c)
+
+    def without(self, c: _Collector, parts: Sequence[str]) -> None:
+        """The request without `parts` (the standing instructions the ledger keeps)."""
+        self._cut(dict.fromkeys(parts, ""), c)
+
+    def _cut(self, replace: dict[str, str], c: _Collector) -> None:
+        if self.item is None or not replace:
             return
-        self.said = self.said.replace(stale, current or "[…]")
+        for old, new in replace.items():
+            self.said = self.said.replace(old, new, 1)
+        self.said = re.sub(r"[ \t]{2,}", " ", self.said).strip()
         if not self.said.strip(" \n[…]"):  # nothing of it is current
             c.items.pop(("requests", self.item.key), None)
             self.item = None
