@@ -232,6 +232,24 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
     assert "survey" not in instructions
 
 
+def test_a_reply_that_only_echoes_the_user_takes_no_line() -> None:
+    """A reply naming only what the user had just said adds nothing once the user's own
+    line is in the note; the room goes to another fact."""
+    from kompakt.notes import digest
+
+    said = [
+        Message.user("hi!"),
+        Message.assistant("Hello! How can I help?"),
+        Message.user("The Riverside Half is on May 18th, bib number 2417."),
+        Message.assistant("Bib number 2417 makes the Riverside Half feel real."),
+        Message.user("My physio, Dr. Okafor, wants me to rest on Mondays."),
+        Message.assistant("Resting is part of training."),
+    ]
+    text = digest(said, max_tokens=60)
+    assert "bib number 2417." in text and "feel real" not in text
+    assert "Dr. Okafor" in text
+
+
 def test_five_rounds_keep_what_one_round_kept() -> None:
     msgs, rules, facts = chat(5, talk=2)
     budget = tokens(msgs) * 20 // 100

@@ -19,6 +19,13 @@ from kompakt.notes.sessions import session_date, without_header
         ("--- Tuesday, March 5th, 2024 ---\nhi", "Tuesday, March 5th, 2024"),
         ("Day 3: Lisbon — 8 May 2023", "8 May 2023"),
         ("2024年3月5日", "2024年3月5日"),
+        # a journal's dateline: a date alone opens the message, then what happened
+        ("Jan 7. Short one. Back at work today.", "Jan 7"),
+        ("Sunday 12.01. Went climbing with Otto.", "Sunday 12.01"),
+        ("2025-01-19. Long run this morning.", "2025-01-19"),
+        ("9/2. I got the flat!!!", "9/2"),
+        ("1st March. MOVED. Everything hurts.", "1st March"),
+        ("15.03.2025. I guessed right about the teapot.", "15.03.2025"),
     ],
 )
 def test_a_dated_header_gives_its_date(text: str, date: str) -> None:
@@ -32,6 +39,10 @@ def test_a_dated_header_gives_its_date(text: str, date: str) -> None:
         "The deadline is 2023-05-20, please remember it.",
         "Session three was fun",  # a header without a date
         "hello\n[Session 3 — 14 May 2023]",  # not on the first line
+        "22 February.",  # a date alone is an answer, not a dateline
+        "May I ask you something?",
+        "3 things to do today.",
+        "2 May I think it was.",
     ],
 )
 def test_a_date_in_a_sentence_is_no_header(text: str) -> None:
@@ -68,3 +79,18 @@ def test_dates_survive_the_note_being_compacted_again() -> None:
     later = [note, Message.user("I bought a bike today."), Message.assistant("Fun!")]
     again = digest(later, max_tokens=300)
     assert "[20 July 2023] I signed up for the Cork half marathon." in again
+
+
+def test_a_journals_datelines_date_its_facts_and_go() -> None:
+    said = [
+        Message.user("3 Jan 2025. I live with a cat called Pudding and work at Larkspur."),
+        Message.assistant("Nice to meet you both."),
+        Message.user("Mar 29. Bad week, the churn model results were off."),
+        Message.assistant("That sounds stressful."),
+        Message.user("When was it again?"),
+        Message.assistant("22 February."),
+    ]
+    text = digest(said, max_tokens=200)
+    assert "[Mar 29] Bad week" in text  # dated, the dateline gone from the line
+    assert "Mar 29." not in text and "3 Jan 2025." not in text
+    assert "22 February." in text  # an answer that is a date stays

@@ -57,6 +57,7 @@ from kompakt.notes.salience import (
     is_filler,
     is_instruction,
     is_question,
+    names_in,
     value_signal,
 )
 from kompakt.notes.sessions import session_date, without_header
@@ -501,6 +502,8 @@ class _Extraction:
     """The date of the session being read, where a dated header opened it."""
     dated: dict[int, str] = field(default_factory=dict)
     """Each unit's session date (by its order), where sessions are dated."""
+    replied: dict[int, str] = field(default_factory=dict)
+    """What the user said last before each reply (by the reply's position)."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -520,6 +523,7 @@ def _extract(
     noted = False  # a note written before opens the span
     said = False  # something besides notes and system messages came already
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
+    asked_last = ""  # the user's last message: what a reply may only say again
     agentic = _agent_run(messages)
     ex.speakers = {} if agentic else transcript_speakers([*messages, *later])
     ex.peers = not agentic and _peers(messages, ex.speakers)
@@ -544,6 +548,7 @@ def _extract(
                 _decisions(c, text, recency)
                 _facts(c, _without_code(text), recency, weight=0.5, rules=False)
             else:  # a reply in conversation: ranked by salience with everything said
+                ex.replied[pos] = asked_last
                 _conversation(ex, m, pos, recency)
             prose = _without_code(text)
             _identifiers(c, prose, recency, weight=1.0, values=bool(issued))
@@ -557,6 +562,7 @@ def _extract(
             _quoted(c, m, recency, owner)
             acted = False
         elif m.role == "user":
+            asked_last = text
             bonus = 0.0
             # an agent's task, or what opened the conversation: a chat's later questions
             # are ranked with everything else that was said
@@ -571,7 +577,7 @@ def _extract(
                     rules = [e.text for e in ex.ledger.entries()]
                     room -= _section_cost("instructions", rules, tok) if rules else 0
                     text = _without_rules(m, pos)
-                ex.request = _Request(pos, text, max(16, room), tok)
+                ex.request = _Request(pos, _undated(text), max(16, room), tok)
                 ex.request.item = ex.request.add(c, recency)
             if bonus == 0.0 or not agentic:
                 ruled = _conversation(ex, m, pos, recency, bonus=bonus)
@@ -656,7 +662,8 @@ def _conversation(
     if ex.speakers:
         _number_turns(ex, units)
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
-        units = _without_header(units, ex.speakers)
+        if date := session_date(_unlabelled(m.text, ex.speakers)):
+            units = _without_header(units, ex.speakers, date)
         ex.dated.update((u.order, ex.when) for u in units)
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
@@ -708,18 +715,27 @@ def _turns(ex: _Extraction, text: str) -> bool:
     return sum(1 for line in text.splitlines() if speaker_label(line) in ex.speakers) > 1
 
 
-def _without_header(units: list[Unit], speakers: Mapping[str, str]) -> list[Unit]:
-    """A message's units without the dated header it opens with."""
+def _without_header(units: list[Unit], speakers: Mapping[str, str], date: str) -> list[Unit]:
+    """A message's units without the dated header (of `date`) it opens with."""
     if not units:
         return units
     said = _unlabelled(units[0].text, speakers)
-    rest = without_header(said)
+    rest = "" if said.strip(" .:") == date else without_header(said)  # "Jan 7." alone
     if rest == said:
         return units
     if not rest:
         return units[1:]
     label = units[0].text[: len(units[0].text) - len(said)]
     return [units[0]._replace(text=label + rest), *units[1:]]
+
+
+def _undated(text: str) -> str:
+    """A message without the dated header its first line opens with (the facts kept from
+    it carry the date instead)."""
+    if not session_date(text):
+        return text
+    first, _, more = text.partition("\n")
+    return f"{without_header(first)}\n{more}".strip()
 
 
 def _number_turns(ex: _Extraction, units: Sequence[Unit]) -> None:
@@ -899,6 +915,8 @@ def _rank_units(ex: _Extraction) -> None:
                 "facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False
             )
             item.when = ex.dated.get(u.order, item.when)
+            if _echoes(u, ex):
+                item.flags.add("echo")
 
 
 def _current_part(text: str, newer: Sequence[str]) -> str:
@@ -912,6 +930,16 @@ def _current_part(text: str, newer: Sequence[str]) -> str:
         if words < 2 or (words < _SURVIVING_WORDS and _unspecific(text)):
             return ""  # "Priya", "it was": no statement alone ("my partner Tomasz" is)
     return text
+
+
+def _echoes(u: Unit, ex: _Extraction) -> bool:
+    """Whether a reply's unit names only what the user had just said (two names or values
+    at least): "Bib number 2417 makes the Riverside Half feel real" after "The Riverside
+    Half is on May 18th, bib number 2417"."""
+    if u.position not in ex.replied or _ranked_as(ex, u.source) != "assistant":
+        return False
+    named = _named(u.text)
+    return len(named) >= 2 and named <= _named(ex.replied[u.position])
 
 
 def _without_rules(m: Message, pos: int) -> str:
@@ -1378,6 +1406,7 @@ class _Chosen:
         self.keyed: dict[str, str] = {}
         self.texts: dict[str, str] = {}
         self.alike: dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]] = {}
+        self.named: set[str] = set()  # the names and values the lines taken say
 
     def add(self, item: _Item) -> None:
         self.items.append(item)
@@ -1388,6 +1417,7 @@ class _Chosen:
         self.texts[item.section] = self.texts.get(item.section, "") + "\0" + item.text
         if item.section != "identifiers":
             self.quoted += "\0" + item.text
+        self.named.update(_named(item.text))
         words = _words(item.text)
         entry = (words, _values(item.text))
         for w in self.prefix(words):
@@ -1412,6 +1442,8 @@ class _Chosen:
         key = item.key
         if key and key in self.keyed.get(section, ""):
             return True
+        if "echo" in item.flags and _named(item.text) <= self.named:
+            return True  # a reply that says again what the note names ("2417 makes it real")
         if section in ("decisions", "errors", "facts", "quoted"):  # worded again
             words, values = _words(item.text), _values(item.text)
             if any(_similar(words, r) for r in self.rules):
@@ -1434,6 +1466,13 @@ _ALIKE_COMPARED = 48  # lines sharing a word with a candidate that it is compare
 @lru_cache(maxsize=4096)
 def _values(text: str) -> frozenset[str]:
     return frozenset(_VALUE_TOKEN_RE.findall(text))
+
+
+@lru_cache(maxsize=4096)
+def _named(text: str) -> frozenset[str]:
+    """The values and names a line says (lower-cased): what a reply that only echoes it
+    adds nothing to."""
+    return frozenset(v.rstrip(".:/-") for v in _values(text.lower())) | names_in(text)
 
 
 @lru_cache(maxsize=4096)

@@ -46,9 +46,27 @@ _STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text ma
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
 
 
+# a journal's dateline: a date alone opens the message, as a sentence of its own ("Jan 7.
+# Short one.", "15.03.2025. I guessed right", "2025-01-19. Long run")
+_DAY = r"\d{1,2}(?:st|nd|rd|th)?"
+_DATELINE = re.compile(
+    rf"\s*((?:{_WEEKDAY})?(?:{_DAY}(?:\s+of)?\s+{_MONTH}(?:,?\s+\d{{4}})?"
+    rf"|{_MONTH}\s+{_DAY}(?:,?\s+\d{{4}})?"
+    r"|\d{4}-\d{1,2}-\d{1,2}|\d{1,2}\.\d{2}\.(?:\d{4})?|\d{1,2}/\d{1,2}(?:/\d{2,4})?))"
+    r"[.:]?(?:\s+|$)",
+    re.IGNORECASE,
+)
+
+
 def session_date(text: str) -> str:
     """The date a message's first line heads a session with, or "" when that line is
-    not a dated header (a date said in a sentence is what it says, not a header)."""
+    not a dated header (a date said in a sentence is what it says, not a header).
+
+    >>> session_date("Jan 7. Short one. Back at work today.")
+    'Jan 7'
+    """
+    if (line := _dateline(text)) is not None and line.end() < len(text):
+        return line.group(1).strip(" ,.")  # a date alone is an answer, not a dateline
     head = text.lstrip()[: _MAX_HEADER + 1].split("\n", 1)[0].strip()
     if stamp := _STAMP.match(head):  # "[Session 5 — 2 April 2023] I need to tell you..."
         head = stamp.group(1)
@@ -72,8 +90,28 @@ def without_header(line: str) -> str:
     'I got the job!'
     >>> without_header("Session date: 2023/05/20"), without_header("We met on 14 May 2023.")
     ('', 'We met on 14 May 2023.')
+    >>> without_header("1st March. MOVED. Everything hurts.")
+    'MOVED. Everything hurts.'
     """
+    if (dateline := _dateline(line)) is not None and dateline.end() < len(line):
+        return line[dateline.end() :].strip()
     if not session_date(line):
         return line
     stamp = _STAMP.match(line)
     return line[stamp.end() :].strip() if stamp else ""
+
+
+def _dateline(text: str) -> re.Match[str] | None:
+    """A date alone that opens `text` as a sentence of its own, followed by more (or
+    by nothing: the dateline split off as a sentence)."""
+    if not text[:1].isdigit() and text[:3].lower() not in _OPENINGS:
+        return None  # most messages: no date first, and the search is dearer than this
+    found = _DATELINE.match(text)
+    if found is None or (
+        not found.group(0).rstrip().endswith((".", ":")) and found.end() < len(text)
+    ):
+        return None  # "May I ask ...", "3 things: ..." need the date alone, then a stop
+    return found
+
+
+_OPENINGS = frozenset(_MONTHS) | {"mon", "tue", "wed", "thu", "fri", "sat", "sun"}
