@@ -18,7 +18,9 @@ multi-session chat between two friends, wedding planning, a coding-help chat, a 
 thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 questions
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
-and stale values shown as current (the old value kept without the new one).
+and stale values shown as current (the old value kept without the new one). Then the same
+for the sets of a second and a third author (``set2``, ``set3``), each written after the
+sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
 """
@@ -285,7 +287,11 @@ def main() -> None:
                 print(
                     f"{name:<22}{label:>7}{rounds:>7}{ins:>14.0%}{facts:>8.0%}{stale:>7}{tok:>9,.0f}"
                 )
-    for folder, author in ((WRITTEN, "first"), (WRITTEN / "set2", "second")):
+    for folder, author in (
+        (WRITTEN, "first"),
+        (WRITTEN / "set2", "second"),
+        (WRITTEN / "set3", "third"),
+    ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,
     # where nothing is said twice word for word), a new span each time
