@@ -39,6 +39,7 @@ _HEADER_WORDS = re.compile(
     re.IGNORECASE,
 )
 _MAX_HEADER = 100
+_DIGIT = re.compile(r"\d")
 # what every date _DATE finds has, found fast: a year with its separator, a slash, a month
 _DATE_HINT = re.compile(r"\d{4}[-/.年]|\d/\d")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -65,6 +66,8 @@ def session_date(text: str) -> str:
     >>> session_date("Jan 7. Short one. Back at work today.")
     'Jan 7'
     """
+    if _DIGIT.search(text, 0, _MAX_HEADER + 20) is None:
+        return ""  # every date has a digit: most messages are out at this test
     if (line := _dateline(text)) is not None and line.end() < len(text):
         return line.group(1).strip(" ,.")  # a date alone is an answer, not a dateline
     head = text.lstrip()[: _MAX_HEADER + 1].split("\n", 1)[0].strip()
