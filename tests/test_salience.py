@@ -215,6 +215,30 @@ def test_a_named_thing_said_to_be_gone_outdates_what_was_said_of_it() -> None:
     assert not superseded(older, "my brother drives a Skoda too, he loves it.")
 
 
+def test_a_change_that_replaces_no_value_outdates_nothing() -> None:
+    recap = (
+        "Your sequence now looks like: start on the 17th of March, strip-out first, "
+        "then the kitchen fit in the week of 14 April."
+    )
+    assert not superseded(recap, "Now waiting on the kitchen fit.")
+    assert superseded("The trip to Lisbon is on 5 May.", "The Lisbon trip is cancelled.")
+
+
+def test_a_replys_recap_outdates_only_what_it_speaks_of() -> None:
+    said = [
+        ("Booked the asbestos survey for the 9th of February with ClearAir.", 1.0),
+        ("Kitchen fitters are booked for the week of 14 April.", 2.0),
+        (
+            "Your sequence now looks like: start on the 17th of March, asbestos removal "
+            "first, then the kitchen fit.",
+            3.0,
+        ),
+        ("The kitchen fitters are now booked for the week of 21 April.", 4.0),
+    ]
+    assert supersessions(said, replies={2}) == {1: [3]}
+    assert 0 in supersessions(said)  # read as the user's, the recap would outdate it
+
+
 def test_one_statement_may_be_outdated_in_parts_by_several() -> None:
     texts = [
         ("Nimbus retail price €189, warranty 2 years.", 1.0),

@@ -889,10 +889,12 @@ def _rank_units(ex: _Extraction) -> None:
     # within one message a sentence does not outdate its neighbour; a note's lines were
     # said apart, each its own statement
     apart = [u.position if u.position >= 0 else -1 - k for k, (u, _) in enumerate(kept)]
+    replies = {k for k, (u, _) in enumerate(kept) if _ranked_as(ex, u.source) == "assistant"}
     stale = {
         old: others
         for old, newer in supersessions(
-            [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept]
+            [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept],
+            replies=replies,
         ).items()
         if (others := [n for n in newer if apart[n] != apart[old]])
     }

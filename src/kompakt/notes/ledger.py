@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -139,6 +139,7 @@ class _Statement(NamedTuple):
     amounts: frozenset[tuple[str, str]]  # (what is counted, how many): ("guests", "120")
     names: frozenset[str]  # the names it says
     removed: frozenset[str]  # the names it says are gone ("we sold the Skoda")
+    ends: bool  # it says something ended ("the trip is cancelled", "no longer")
 
 
 # The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
@@ -176,7 +177,14 @@ def _statement(text: str) -> _Statement:
     gone = names and not atoms.isdisjoint(_REMOVAL_GATE) and _REMOVAL.search(text)
     removed = names if gone else frozenset()
     cue = bool(removed) or _update_cue(text, atoms)
-    return _Statement(subject, frozenset(words), cue, stateful, amounts, names, removed)
+    ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
+    return _Statement(subject, frozenset(words), cue, stateful, amounts, names, removed, ends)
+
+
+# what says a thing ended, with no value to replace it: "the trip is cancelled"
+_ENDED = frozenset(
+    ["cancel", "cancelled", "canceled", "longer", "anymore", "dropped", "scratch", "forget"]
+)
 
 
 _DIGIT = re.compile(r"\d")
@@ -241,14 +249,14 @@ def same_subject(older: str, newer: str) -> bool:
     return _same_subject(_statement(older), _statement(newer))
 
 
-def _same_subject(a: _Statement, b: _Statement) -> bool:
+def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
     if not a.subject or not b.subject:
         return False
-    shared = len(a.subject & b.subject)
-    if shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject)):
+    if _alike(a, b):
         return True
-    if not b.cue:  # what follows takes a change said
+    if firm or not b.cue:  # what follows takes a change said, and no reply's recap
         return False
+    shared = len(a.subject & b.subject)
     if b.removed & a.names:  # "we got rid of the Skoda" after "we drive a Skoda Fabia"
         return True
     if b.stateful and b.subject <= a.subject and not b.subject & b.names:
@@ -282,10 +290,16 @@ def superseded(older: str, newer: str) -> bool:
     return _superseded(_statement(older), _statement(newer))
 
 
-def _superseded(a: _Statement, b: _Statement) -> bool:
-    if not a.stateful or not _same_subject(a, b):
+def _alike(a: _Statement, b: _Statement) -> bool:
+    """Most subject words shared: two statements of one thing, whatever they say of it."""
+    shared = len(a.subject & b.subject)
+    return shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject))
+
+
+def _superseded(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
+    if not a.stateful or not _same_subject(a, b, firm=firm):
         return False  # only a statement of a value or a named thing can go stale
-    if b.cue:
+    if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
         return True
     return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
 
@@ -362,11 +376,16 @@ def drop_superseded(texts: Sequence[tuple[str, float]]) -> dict[int, int]:
     return {old: newer[-1] for old, newer in supersessions(texts).items()}
 
 
-def supersessions(texts: Sequence[tuple[str, float]]) -> dict[int, list[int]]:
+def supersessions(
+    texts: Sequence[tuple[str, float]], *, replies: Container[int] = ()
+) -> dict[int, list[int]]:
     """Every later statement that supersedes each older one, oldest first: ``{older
     index: [newer indexes]}`` (`texts` are ``(text, order)``). One statement may be
     outdated in parts by several ("price €189, warranty 2 years", then the price, then
-    the warranty).
+    the warranty). A reply (by index in `replies`) outdates only a statement that shares
+    most of its subject words, not one it shares a word or two with beside a change said:
+    a recap ("your sequence now looks like: start on the 17th, then ...") touches many
+    statements and changes none.
 
     Only statements that share a subject word are compared, and a word said in very
     many statements names no subject: near-linear in practice.
@@ -392,7 +411,8 @@ def supersessions(texts: Sequence[tuple[str, float]]) -> dict[int, list[int]]:
             if said[w] <= common and w in by_word:  # a word said everywhere names no subject
                 rivals.update(by_word[w])
         for i in sorted(rivals):
-            if i != j and texts[i][1] < when and _superseded(statements[i], newer):
+            firm = j in replies
+            if i != j and texts[i][1] < when and _superseded(statements[i], newer, firm=firm):
                 gone.setdefault(i, []).append(j)
     for newer_ones in gone.values():
         newer_ones.sort(key=lambda j: texts[j][1])
