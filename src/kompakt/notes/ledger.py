@@ -37,7 +37,8 @@ __all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
 
 _UPDATE_CUE = re.compile(
     r"\b(?:now|no longer|any ?more|instead|actually|changed?|changing|moved?|moving|switch(?:ed)?"
-    r"|updated?|replaced?|dropped|cancel(?:l?ed)?|postponed|rescheduled|pushed|new|revised?"
+    r"|updated?|replaced?|dropped|cancel(?:l?ed)?|postponed|rescheduled|pushed|revised?"
+    r"|new (?:[\w-]+ ){0,2}(?:is|are|will be)\b|new [\w -]{1,24}:"  # "new budget is", not "new job"
     r"|correction|corrected|scratch that|forget|not .{1,30} but|rather than|from now on"
     r"|going forward|changed my mind|raised|lowered|increased|decreased|extended|shortened"
     r"|upgraded|downgraded|migrated|became|becomes|turned)\b"
@@ -269,8 +270,12 @@ def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
     if shared < _CHANGED_SHARE * len(a.subject):
         return False
     # one word in common outdates only with a value or a name to replace it: "she is due
-    # any day now" leaves "the due date is 30 August" standing
-    return shared > 1 or b.stateful
+    # any day now" leaves "the due date is 30 August" standing; and a person named in
+    # both is who they speak of, not what changed ("I'll run that past Felix", then
+    # "we changed rarefaction, Felix and I went with 8,500 reads")
+    if shared == 1:
+        return b.stateful and not (a.subject & b.subject) <= b.names
+    return True
 
 
 _CHANGED_SHARE = 0.3
