@@ -270,12 +270,8 @@ def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
     if shared < _CHANGED_SHARE * len(a.subject):
         return False
     # one word in common outdates only with a value or a name to replace it: "she is due
-    # any day now" leaves "the due date is 30 August" standing; and a person named in
-    # both is who they speak of, not what changed ("I'll run that past Felix", then
-    # "we changed rarefaction, Felix and I went with 8,500 reads")
-    if shared == 1:
-        return b.stateful and not (a.subject & b.subject) <= b.names
-    return True
+    # any day now" leaves "the due date is 30 August" standing
+    return shared > 1 or b.stateful
 
 
 _CHANGED_SHARE = 0.3
