@@ -360,3 +360,8 @@ def test_a_taste_stated_is_worth_more_than_a_mood() -> None:
     said = ["You know I hate cilantro, it tastes like soap.", "I'm so tired today, ugh."]
     s = Salience.of(said * 3)
     assert s.score(said[0], "user") > s.score(said[1], "user")
+
+
+def test_a_name_called_at_the_end_is_who_is_spoken_to() -> None:
+    assert entity_signal("Plot 14 is my happy place, Maya.") == 0.0
+    assert entity_signal("I met Maya in Leeds.") == 1.0

@@ -616,9 +616,19 @@ def _entities(t: _Text) -> float:
         return float(kinds)
     if not t.words.isdisjoint(_NAMING_WORDS) and _NAMING.search(text):
         kinds += 1  # "a company called Brightwater", "his name is Biscuit": a name given
-    names = [n for n in _NAME.findall(text) if n.rstrip(".") not in _NOT_NAMES]
+    names = [
+        m.group()
+        for m in _NAME.finditer(text)
+        if m.group().rstrip(".") not in _NOT_NAMES and not _vocative(text, m)
+    ]
     t.names = tuple(_name_key(n) for n in names)
     return float(kinds + min(2, (len(names) + 1) // 2))
+
+
+def _vocative(text: str, name: re.Match[str]) -> bool:
+    """A name the sentence ends by calling ("It's December, Tom."): who is spoken to,
+    not what is spoken of."""
+    return text[name.start() - 2] == "," and not text[name.end() :].strip(" .!?…")
 
 
 def _name_key(word: str) -> str:
