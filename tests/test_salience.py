@@ -206,6 +206,14 @@ def test_a_change_that_names_only_what_the_older_named_outdates_it() -> None:
     assert not superseded("My sister lives in Leeds and works at Asda.", "I moved to Leeds.")
 
 
+def test_what_is_said_to_be_new_outdates_the_older() -> None:
+    older = "My goal is just to finish under 2:10, nothing heroic."
+    newer = "I think I could do sub-2 now, maybe even under 1:55. That's my new goal."
+    assert split_sentences(newer)[-1].endswith("That's my new goal.")  # one unit
+    assert superseded(older, split_sentences(newer)[-1])
+    assert not superseded("Otto got the Lisbon job.", "Congratulations on the new job!")
+
+
 def test_a_named_thing_said_to_be_gone_outdates_what_was_said_of_it() -> None:
     older = "we still drive my old Skoda Fabia, it's making a weird noise"
     assert superseded(older, "we finally got rid of the Skoda.")

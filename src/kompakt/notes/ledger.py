@@ -38,7 +38,8 @@ __all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
 _UPDATE_CUE = re.compile(
     r"\b(?:now|no longer|any ?more|instead|actually|changed?|changing|moved?|moving|switch(?:ed)?"
     r"|updated?|replaced?|dropped|cancel(?:l?ed)?|postponed|rescheduled|pushed|revised?"
-    r"|new (?:[\w-]+ ){0,2}(?:is|are|will be)\b|new [\w -]{1,24}:"  # "new budget is", not "new job"
+    # "the new date is", "new budget:", "my new goal"; not "congrats on the new job"
+    r"|new (?:[\w-]+ ){0,2}(?:is|are|will be)\b|new [\w -]{1,24}:|(?:my|our) new"
     r"|correction|corrected|scratch that|forget|not .{1,30} but|rather than|from now on"
     r"|going forward|changed my mind|raised|lowered|increased|decreased|extended|shortened"
     r"|upgraded|downgraded|migrated|became|becomes|turned)\b"
@@ -141,6 +142,7 @@ class _Statement(NamedTuple):
     names: frozenset[str]  # the names it says
     removed: frozenset[str]  # the names it says are gone ("we sold the Skoda")
     ends: bool  # it says something ended ("the trip is cancelled", "no longer")
+    renewed: frozenset[str]  # what it says is new ("that's my new goal": "goal")
 
 
 # The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
@@ -179,7 +181,13 @@ def _statement(text: str) -> _Statement:
     removed = names if gone else frozenset()
     cue = bool(removed) or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
-    return _Statement(subject, frozenset(words), cue, stateful, amounts, names, removed, ends)
+    renewed = frozenset(_NEW_THING.findall(text.lower())) if "new" in atoms else frozenset()
+    return _Statement(
+        subject, frozenset(words), cue, stateful, amounts, names, removed, ends, renewed
+    )
+
+
+_NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
 
 
 # what says a thing ended, with no value to replace it: "the trip is cancelled"
@@ -207,7 +215,7 @@ def _amounts(text: str) -> list[tuple[str, str]]:
     return [c for c in counted if not date_word(c[0])] + _PRICED.findall(text)
 
 
-_COUNTED = re.compile(r"(?<![\w.,$€£¥])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
+_COUNTED = re.compile(r"(?<![\w.,:$€£¥-])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
 _PRICED = re.compile(r"([$€£¥])\s?(\d(?:[\d,.]*\d)?)")
 
 
@@ -259,6 +267,8 @@ def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
         return False
     shared = len(a.subject & b.subject)
     if b.removed & a.names:  # "we got rid of the Skoda" after "we drive a Skoda Fabia"
+        return True
+    if b.stateful and b.renewed & a.subject:  # "... under 1:55. That's my new goal."
         return True
     if b.stateful and b.subject <= a.subject and not b.subject & b.names:
         return True  # "the flight moved, it's the 16th now": all it names, the older did

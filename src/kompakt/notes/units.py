@@ -71,6 +71,8 @@ def split_sentences(line: str) -> list[str]:
     ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
     >>> split_sentences("I sold the Civic. Got a cargo e-bike instead.")
     ['I sold the Civic. Got a cargo e-bike instead.']
+    >>> split_sentences("Maybe even under 1:55. That's my new goal.")
+    ["Maybe even under 1:55. That's my new goal."]
     >>> split_sentences("my cat Mochi hates it. anyway, any tips? e.g. the blinds")
     ['my cat Mochi hates it.', 'anyway, any tips?', 'e.g. the blinds']
     """
@@ -96,7 +98,7 @@ def split_sentences(line: str) -> list[str]:
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif joined and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
-        elif joined and _instead(s):
+        elif joined and (_instead(s) or _THAT_IS_NEW.match(s)):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
             joined.append(s)
@@ -113,6 +115,12 @@ def _instead(sentence: str) -> bool:
 
 
 _INSTEAD_WORDS = 6
+# "... under 1:55 if the day is good. That's my new goal.": what "that" is goes with it
+_THAT_IS_NEW = re.compile(
+    r"(?:that|this|it)(?:'s|’s| is) (?:my|our|the) (?:new|updated|final|actual) [\w-]+"
+    r"(?: now)?[.!]*$",
+    re.IGNORECASE,
+)
 
 
 def _ends_here(line: str, mark: re.Match[str]) -> bool:
