@@ -373,3 +373,16 @@ def test_a_taste_stated_is_worth_more_than_a_mood() -> None:
 def test_a_name_called_at_the_end_is_who_is_spoken_to() -> None:
     assert entity_signal("Plot 14 is my happy place, Maya.") == 0.0
     assert entity_signal("I met Maya in Leeds.") == 1.0
+
+
+def test_a_rules_reasons_are_no_subject_a_newer_rule_replaces() -> None:
+    ledger = Ledger()
+    ledger.add(
+        "please don't ring me about any of this. I work nights at the hospital.",
+        order=1,
+        rule="please don't ring me about any of this.",
+    )
+    ledger.add("From now on, letters by email please, the one at the hospital trust.", order=2)
+    assert len(ledger.entries()) == 2
+    ledger.add("From now on you can ring me, any time.", order=3)  # the rule itself changed
+    assert [e.order for e in ledger.entries()] == [2, 3]

@@ -683,10 +683,11 @@ def _conversation(
         if u.order in rules or u.order in limits:
             ruled.append(u.text)
         if (u.order in rules or u.order in limits) and u.order not in told:
-            rule = " ".join(
-                _unlabelled(x.text, ex.speakers) for x in (u, *reasons.get(u.order, ()))
+            rule = _unlabelled(u.text, ex.speakers)
+            said = " ".join(
+                [rule, *(_unlabelled(x.text, ex.speakers) for x in reasons.get(u.order, ()))]
             )
-            ex.ledger.add(rule, order=pos + u.order / 1e6, shown=not context_only)
+            ex.ledger.add(said, order=pos + u.order / 1e6, shown=not context_only, rule=rule)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
             # an agent's task is in the note whole: its sentences only supersede
             only = context_only or bonus == _AGENT_TASK
@@ -800,7 +801,8 @@ _FIRST_PERSON = re.compile(
 )
 _NEW_TOPIC = re.compile(
     r"(?:anyway|anyhow|also|oh and|and also|btw|by the way|speaking of|quick question|other"
-    r" than that|unrelated|separately|on another note|random(?:ly)?|ps|p\.s\.)\b",
+    r" than that|unrelated|separately|on another note|random(?:ly)?|ps|p\.s\.|one more thing"
+    r"|another thing|next|let's|let us|can you|could you)\b",
     re.IGNORECASE,
 )
 

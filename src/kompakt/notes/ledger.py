@@ -325,6 +325,9 @@ class Entry:
     salience: float = 0.0
     shown: bool = True
     """False for an instruction still sent after the note: it only replaces older ones."""
+    rule: str = ""
+    """The instruction alone, without the reasons said with it: what a newer one must
+    speak of to replace it (the text when empty)."""
 
 
 class Ledger:
@@ -334,18 +337,30 @@ class Ledger:
     def __init__(self) -> None:
         self._entries: list[Entry] = []
 
-    def add(self, text: str, *, order: float, salience: float = 0.0, shown: bool = True) -> None:
+    def add(
+        self,
+        text: str,
+        *,
+        order: float,
+        salience: float = 0.0,
+        shown: bool = True,
+        rule: str = "",
+    ) -> None:
+        """Add an instruction said at `order`; `rule` is the instruction alone where
+        `text` also says why it holds (what a newer instruction must speak of to replace
+        it)."""
         text = text.strip()
         if not text:
             return
         key = _norm(text)
+        rule = rule.strip() or text
         for e in list(self._entries):
             if _norm(e.text) == key or key in _norm(e.text):
                 e.order = max(e.order, order) if _norm(e.text) == key else e.order
                 return  # said again (or contained in what is kept): nothing new
-            if _norm(e.text) in key or (e.order <= order and _replaces(e.text, text)):
+            if _norm(e.text) in key or (e.order <= order and _replaces(e.rule or e.text, rule)):
                 self._entries.remove(e)
-        self._entries.append(Entry(text, order, salience, shown))
+        self._entries.append(Entry(text, order, salience, shown, "" if rule == text else rule))
 
     def entries(self) -> list[Entry]:
         """The instructions in force that the note shows, oldest first."""
