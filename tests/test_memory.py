@@ -250,6 +250,21 @@ def test_a_reply_that_only_echoes_the_user_takes_no_line() -> None:
     assert "Dr. Okafor" in text
 
 
+def test_a_rule_and_its_reason_in_a_note_stay_apart_from_a_newer_rule() -> None:
+    """Compacted again, a ledger entry's first sentence is its rule: a newer rule that
+    shares only a word of the reason ("hospital") does not replace it."""
+    from kompakt.notes import digest
+
+    note = Message.user(
+        "[Summary of 40 earlier messages, replaced to fit the context window.]\n"
+        "## Standing instructions (the user's words)\n"
+        "- please don't ring me about any of this. I work nights at the hospital.\n"
+    )
+    later = Message.user("From now on, letters by email please, the one at the hospital trust.")
+    text = digest([note, later, Message.assistant("Will do.")], max_tokens=200)
+    assert "I work nights" in text and "letters by email" in text
+
+
 def test_five_rounds_keep_what_one_round_kept() -> None:
     msgs, rules, facts = chat(5, talk=2)
     budget = tokens(msgs) * 20 // 100

@@ -1188,7 +1188,9 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
         elif section == "other":
             other.append(line)
         elif section == "instructions" and line.startswith("- "):
-            ex.ledger.add(line[2:], order=order)
+            # its first sentence is the rule; what follows says why (or spells it out)
+            said = line[2:]
+            ex.ledger.add(said, order=order, rule=(split_sentences(said) or [said])[0])
         elif section == "facts" and line.startswith("- "):
             body = line[2:]
             if (dated := _DATED_RE.match(body)) and session_date(dated.group(1)):
