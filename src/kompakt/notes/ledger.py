@@ -132,17 +132,35 @@ def update_cue(text: str) -> bool:
 
 
 class _Statement(NamedTuple):
-    """What supersession reads of a statement, read once per text."""
+    """What supersession reads of a statement, read once per text; what only a change
+    said needs is read when asked (most pairs are out before)."""
 
+    text: str
     subject: frozenset[str]  # content words that name what it speaks of
     words: frozenset[str]  # all its content words
     cue: bool  # it says something changed
     stateful: bool  # it states a value or names a thing: it can go stale
-    amounts: frozenset[tuple[str, str]]  # (what is counted, how many): ("guests", "120")
-    names: frozenset[str]  # the names it says
-    removed: frozenset[str]  # the names it says are gone ("we sold the Skoda")
     ends: bool  # it says something ended ("the trip is cancelled", "no longer")
-    renewed: frozenset[str]  # what it says is new ("that's my new goal": "goal")
+    gone: bool  # it says a thing is gone ("we sold the Skoda")
+
+    @property
+    def amounts(self) -> frozenset[tuple[str, str]]:
+        """What it counts and how many: ("guests", "120")."""
+        return _amounts(self.text) if self.stateful else frozenset()
+
+    @property
+    def names(self) -> frozenset[str]:
+        return names_in(self.text) if self.stateful else frozenset()
+
+    @property
+    def removed(self) -> frozenset[str]:
+        """The names it says are gone."""
+        return self.names if self.gone else frozenset()
+
+    @property
+    def renewed(self) -> frozenset[str]:
+        """What it says is new ("that's my new goal": "goal")."""
+        return _renewed(self.text)
 
 
 # The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
@@ -175,16 +193,17 @@ def _statement(text: str) -> _Statement:
     # a question states nothing that could go stale
     stateful = not is_question(text) and bool(value_signal(text) or entity_signal(text))
     atoms = word_atoms(text)
-    amounts = frozenset(_amounts(text)) if stateful and _DIGIT.search(text) else frozenset()
-    names = names_in(text) if stateful else frozenset()
-    gone = names and not atoms.isdisjoint(_REMOVAL_GATE) and _REMOVAL.search(text)
-    removed = names if gone else frozenset()
-    cue = bool(removed) or _update_cue(text, atoms)
+    gone = stateful and not atoms.isdisjoint(_REMOVAL_GATE) and bool(_REMOVAL.search(text))
+    cue = gone or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
-    renewed = frozenset(_NEW_THING.findall(text.lower())) if "new" in atoms else frozenset()
-    return _Statement(
-        subject, frozenset(words), cue, stateful, amounts, names, removed, ends, renewed
-    )
+    return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone)
+
+
+@lru_cache(maxsize=1 << 12)
+def _renewed(text: str) -> frozenset[str]:
+    if "new" not in text.lower():
+        return frozenset()
+    return frozenset(_NEW_THING.findall(text.lower()))
 
 
 _NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
@@ -208,11 +227,14 @@ _REMOVAL = re.compile(
 _REMOVAL_GATE = frozenset(["rid", "sold", "gave", "quit", "longer", "traded", "broke"])
 
 
-def _amounts(text: str) -> list[tuple[str, str]]:
+@lru_cache(maxsize=1 << 12)
+def _amounts(text: str) -> frozenset[tuple[str, str]]:
     """What a statement counts and how many: "120 guests" is ("guests", "120"), "€189"
     is ("€", "189")."""
+    if _DIGIT.search(text) is None:
+        return frozenset()
     counted = [(unit.lower(), n) for n, unit in _COUNTED.findall(text)]
-    return [c for c in counted if not date_word(c[0])] + _PRICED.findall(text)
+    return frozenset([c for c in counted if not date_word(c[0])] + _PRICED.findall(text))
 
 
 _COUNTED = re.compile(r"(?<![\w.,:$€£¥-])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
