@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeAlias
 
@@ -127,7 +128,7 @@ class SupersedeReads(BaseStrategy):
         seen = view.memo(key)
         if not isinstance(seen, _Seen):
             seen = _Seen(view)
-        elif seen.owner is not view:
+        elif seen.owner() is not view:
             seen = seen.copy(view)
         view.keep(key, seen)
         groups = view.index.groups
@@ -225,7 +226,9 @@ class _Seen:
     older ones it makes stale (group -> call id -> (call, key)) not yet replaced."""
 
     def __init__(self, owner: View) -> None:
-        self.owner = owner
+        # weakly: the view keeps this memo, and a cycle back to it would leave the whole
+        # view and index for the garbage collector to find instead of freeing them at once
+        self.owner = weakref.ref(owner)
         self.position = 0
         self.waiting: dict[int, frozenset[str]] = {}
         """Groups still waiting for results -> the ids of their calls read already."""
