@@ -34,7 +34,7 @@ the last group or from the open-call table, and the totals are updated in place.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from kompakt.errors import ConfigError
@@ -72,8 +72,9 @@ class Group:
     chars: int = 0
     pinned: bool = False
     """A message of the group is pinned or a memory."""
-    open_calls: set[str] = field(default_factory=set)
-    """Ids of calls still waiting for their result."""
+    open_calls: frozenset[str] = frozenset()
+    """Ids of calls still waiting for their result (replaced, never changed in place: a
+    history of thousands of groups holds no set for each)."""
     orphan: bool = False
     """A tool result whose call is not directly before it (validation reports it)."""
 
@@ -209,7 +210,7 @@ class MessageIndex:
                     owner = open_calls.get(cid)
                     if owner is not None and owner == len(groups) - 1:  # the last group's
                         group = groups[owner]
-                        group.open_calls.discard(cid)
+                        group.open_calls = _answered(group.open_calls, cid)
                         del open_calls[cid]
                 elif (
                     message.synthetic is None
@@ -223,8 +224,8 @@ class MessageIndex:
                         groups.append(group)
                         if calls:
                             self.tool_call_group_count += 1
+                            group.open_calls = frozenset([call.id for call in calls])
                             for call in calls:
-                                group.open_calls.add(call.id)
                                 open_calls[call.id] = group.index
                     elif role == "user" and not message.tool_calls:
                         self.turn_count += 1
@@ -277,8 +278,8 @@ class MessageIndex:
         if m.tool_calls:
             g = self._new_group("tool_call", pos)
             self.tool_call_group_count += 1
+            g.open_calls = frozenset([call.id for call in m.tool_calls])
             for call in m.tool_calls:
-                g.open_calls.add(call.id)
                 self._open_calls[call.id] = g.index
         else:
             g = self._new_group("compaction" if compaction else "assistant_text", pos)
@@ -291,7 +292,7 @@ class MessageIndex:
         owner = self._open_calls.get(m.tool_call_id or "")
         last = self._groups[-1] if self._groups else None
         if owner is not None and last is not None and owner == last.index:
-            last.open_calls.discard(m.tool_call_id or "")
+            last.open_calls = _answered(last.open_calls, m.tool_call_id or "")
             del self._open_calls[m.tool_call_id or ""]
             return last
         g = self._new_group("tool_call", pos)
@@ -371,6 +372,14 @@ def is_provider_compaction(m: Message) -> bool:
     True
     """
     return any(p.kind == "other" and p.data.get("type") == "compaction" for p in m.content)
+
+
+def _answered(open_calls: frozenset[str], call_id: str) -> frozenset[str]:
+    """`open_calls` once `call_id` has its result (the shared empty set when it was the last)."""
+    return _NO_CALLS if len(open_calls) == 1 else open_calls - {call_id}
+
+
+_NO_CALLS: frozenset[str] = frozenset()
 
 
 def _usage_tokens(m: Message, counted: int) -> int:
