@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal, TypeAlias
 
 from kompakt.errors import ConfigError
@@ -210,7 +211,8 @@ class MessageIndex:
                     owner = open_calls.get(cid)
                     if owner is not None and owner == len(groups) - 1:  # the last group's
                         group = groups[owner]
-                        group.open_calls = _answered(group.open_calls, cid)
+                        waiting = group.open_calls  # _answered, inlined: one per result
+                        group.open_calls = _NO_CALLS if len(waiting) == 1 else waiting - {cid}
                         del open_calls[cid]
                 elif (
                     message.synthetic is None
@@ -224,7 +226,7 @@ class MessageIndex:
                         groups.append(group)
                         if calls:
                             self.tool_call_group_count += 1
-                            group.open_calls = frozenset([call.id for call in calls])
+                            group.open_calls = frozenset(map(_CALL_ID, calls))
                             for call in calls:
                                 open_calls[call.id] = group.index
                     elif role == "user" and not message.tool_calls:
@@ -278,7 +280,7 @@ class MessageIndex:
         if m.tool_calls:
             g = self._new_group("tool_call", pos)
             self.tool_call_group_count += 1
-            g.open_calls = frozenset([call.id for call in m.tool_calls])
+            g.open_calls = frozenset(map(_CALL_ID, m.tool_calls))
             for call in m.tool_calls:
                 self._open_calls[call.id] = g.index
         else:
@@ -380,6 +382,7 @@ def _answered(open_calls: frozenset[str], call_id: str) -> frozenset[str]:
 
 
 _NO_CALLS: frozenset[str] = frozenset()
+_CALL_ID = attrgetter("id")
 
 
 def _usage_tokens(m: Message, counted: int) -> int:
