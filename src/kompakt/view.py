@@ -36,6 +36,7 @@ OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
 
 _EMPTY: tuple[Message, ...] = ()
 _PINNED, _MEMORY = attrgetter("pinned"), attrgetter("memory")
+_CHARS = attrgetter("char_count")
 
 
 class View:
@@ -238,7 +239,7 @@ class View:
             if tokens is None:
                 tokens = self.index.tokenizer.count_message(new[0])
         else:
-            chars = sum([m.char_count for m in new])
+            chars = sum(map(_CHARS, new))
             if tokens is None:
                 tokens = sum(map(self.index.tokenizer.count_message, new))
         self._sizes[group] = (tokens, chars, new)
@@ -346,7 +347,7 @@ class View:
                 chars = r[0].char_count
             else:
                 tokens = sum(map(count, r)) if tokens is None else tokens
-                chars = sum([m.char_count for m in r])
+                chars = sum(map(_CHARS, r))
         if sign > 0:
             self._sizes[g] = (tokens, chars, r)
         self._added_tokens += sign * tokens

@@ -272,7 +272,8 @@ _SENT = (None, "clamped")
 
 class _Notes:
     """Writes the one-line notes of one view's stale results (what it reads of the index
-    read once, not once per group)."""
+    read once, not once per group; each note's text and price once per tool and arguments:
+    agents re-read the same files)."""
 
     def __init__(self, view: View) -> None:
         index = view.index
@@ -282,13 +283,14 @@ class _Notes:
         self.counted = index.message_tokens
         self.count = index.tokenizer.count_message
         self.rate = flat_rate(index.tokenizer)
+        self.texts: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     def stand_ins(
         self, g: int, stale: dict[str, ToolCall], original: bool
     ) -> tuple[list[Message] | None, int]:
         """What group `g` sends with its `stale` results (call id -> call) as one-line
         notes, and what that costs; None when no note is cheaper than what it replaces."""
-        count, rate = self.count, self.rate
+        count, texts = self.count, self.texts
         # an original group's messages were counted by the index: read, not recounted
         group = self.groups[g]
         start = group.start
@@ -304,25 +306,18 @@ class _Notes:
                 new.append(m)
                 tokens += was
                 continue
-            text = (
-                f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
-                "again later; see the newer result.]"
-            )
-            if rate is not None and not m.tool_calls and text.isascii():
-                x = len(text) / rate  # what `count` says of the note, without the call
-                cost = int(x)
-                cost += MESSAGE_OVERHEAD + (cost < x)
+            known = texts.get((call.name, call.arguments))
+            text, cost = known if known is not None else self._text(call)
+            if cost is not None and not m.tool_calls:  # priced before it is built
                 if cost >= was:  # no cheaper: not written
                     new.append(m)
                     tokens += was
                     continue
-                note = text_stand_in(
-                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
-                )
             else:
-                note = text_stand_in(
-                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
-                )
+                cost = None
+            covers = m.covers if m.synthetic else (m.id,)
+            note = text_stand_in(m, text, synthetic="superseded", covers=covers)
+            if cost is None:
                 cost = count(note)
             if cost < was:
                 new.append(note)
@@ -332,3 +327,18 @@ class _Notes:
                 new.append(m)
                 tokens += was
         return (new if changed else None), tokens
+
+    def _text(self, call: ToolCall) -> tuple[str, int | None]:
+        """The note of a stale result of `call`, and what `count` says of it at a flat
+        rate (None: count the note itself)."""
+        text = (
+            f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
+            "again later; see the newer result.]"
+        )
+        cost = None
+        if self.rate is not None and text.isascii():
+            x = len(text) / self.rate  # what `count` says of the note, without the call
+            cost = int(x)
+            cost += MESSAGE_OVERHEAD + (cost < x)
+        self.texts[(call.name, call.arguments)] = (text, cost)
+        return text, cost
