@@ -153,28 +153,28 @@ class SupersedeReads(BaseStrategy):
 
     def _read(self, view: View, seen: _Seen, g: int, done: frozenset[str]) -> frozenset[str]:
         """Record the answered calls of group `g` (but those in `done`); returns all read."""
-        read = set(done)
-        rendered = view.rendered(g)
-        answered = {
-            m.tool_call_id for m in rendered if m.role == "tool" and m.synthetic in _SENT
-        }  # _sent_results, from the messages at hand
+        calls: list[ToolCall] = []
+        answered: set[str | None] = set()  # _sent_results, from the messages at hand
+        for m in view.rendered(g):  # one pass: the calls, and the results sent as they came
+            if m.tool_calls:
+                calls += m.tool_calls
+            if m.role == "tool" and m.synthetic in _SENT:
+                answered.add(m.tool_call_id)
         exclude, include = self.exclude_tools, self.include_tools
         keys = None if callable(self.key) else self._keys
-        ordinal = 0
-        for m in rendered:
-            for call in m.tool_calls:
-                ordinal += 1
-                cid, name = call.id, call.name
-                if cid not in answered or cid in read:
-                    continue
-                if name in exclude or (include is not None and name not in include):
-                    continue  # not watched
-                k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
-                if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
-                    k = self._key(call)
-                if k is not None:
-                    read.add(cid)
-                    seen.add((name, k), (g, -ordinal, cid), call)
+        read = set(done)
+        for ordinal, call in enumerate(calls, 1):
+            cid, name = call.id, call.name
+            if cid not in answered or cid in read:
+                continue
+            if name in exclude or (include is not None and name not in include):
+                continue  # not watched
+            k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
+            if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
+                k = self._key(call)
+            if k is not None:
+                read.add(cid)
+                seen.add((name, k), (g, -ordinal, cid), call)
         return frozenset(read)
 
     def _key(self, call: ToolCall) -> Hashable | None:
