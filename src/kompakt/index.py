@@ -56,6 +56,10 @@ GroupKind: TypeAlias = Literal[
 ]
 
 
+_NO_CALLS: frozenset[str] = frozenset()
+"""The open calls of every group not waiting for a result (one set shared by all)."""
+
+
 @dataclass(slots=True, eq=False)
 class Group:
     """A run of messages kept or removed together: positions ``start`` to ``end - 1``."""
@@ -73,7 +77,7 @@ class Group:
     chars: int = 0
     pinned: bool = False
     """A message of the group is pinned or a memory."""
-    open_calls: frozenset[str] = frozenset()
+    open_calls: frozenset[str] = _NO_CALLS
     """Ids of calls still waiting for their result (replaced, never changed in place: a
     history of thousands of groups holds no set for each)."""
     orphan: bool = False
@@ -381,7 +385,6 @@ def _answered(open_calls: frozenset[str], call_id: str) -> frozenset[str]:
     return _NO_CALLS if len(open_calls) == 1 else open_calls - {call_id}
 
 
-_NO_CALLS: frozenset[str] = frozenset()
 _CALL_ID = attrgetter("id")
 
 
