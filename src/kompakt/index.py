@@ -122,6 +122,9 @@ class MessageIndex:
         self._open_calls: dict[str, int] = {}
         self.total_tokens = 0
         self.total_chars = 0
+        self.max_message_tokens = 0
+        """Tokens of the costliest message (a strategy that cuts what is over a limit has
+        nothing to look for when this is within it)."""
         self.turn_count = 0
         self.tool_call_group_count = 0
         self.last_user_group: int | None = None
@@ -159,6 +162,8 @@ class MessageIndex:
         positions[message.id] = pos
         self.total_tokens += tokens
         self.total_chars += chars
+        if tokens > self.max_message_tokens:
+            self.max_message_tokens = tokens
         return message
 
     def extend(self, messages: Iterable[Message]) -> list[Message]:
@@ -174,6 +179,7 @@ class MessageIndex:
         # a flat rate prices a message of one ASCII text part from the length read here
         rate = flat_rate(self.tokenizer)
         total_tokens = total_chars = 0
+        most = self.max_message_tokens
         try:
             for pos, message in enumerate(messages, first):
                 mid = message.id
@@ -253,9 +259,12 @@ class MessageIndex:
                 positions[mid] = pos
                 total_tokens += tokens
                 total_chars += chars
+                if tokens > most:
+                    most = tokens
         finally:
             self.total_tokens += total_tokens
             self.total_chars += total_chars
+            self.max_message_tokens = most
         return stored[first:]
 
     def _unique(self, message: Message) -> Message:
@@ -337,6 +346,11 @@ class MessageIndex:
     @property
     def group_count(self) -> int:
         return len(self._groups)
+
+    @property
+    def pending_groups(self) -> list[int]:
+        """Indexes of the tool-call groups still waiting for a result, in order."""
+        return sorted(set(self._open_calls.values()))
 
     @property
     def has_tool_calls(self) -> bool:
