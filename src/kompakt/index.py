@@ -236,7 +236,11 @@ class MessageIndex:
                         groups.append(group)
                         if calls:
                             self.tool_call_group_count += 1
-                            group.open_calls = frozenset(map(_CALL_ID, calls))
+                            group.open_calls = (
+                                frozenset((calls[0].id,))  # one call: no iterator to build
+                                if len(calls) == 1
+                                else frozenset(map(_CALL_ID, calls))
+                            )
                             for call in calls:
                                 open_calls[call.id] = group.index
                     elif role == "user" and not message.tool_calls:
