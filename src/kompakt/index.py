@@ -353,7 +353,13 @@ class MessageIndex:
 
     @property
     def pending_groups(self) -> list[int]:
-        """Indexes of the tool-call groups still waiting for a result, in order."""
+        """Indexes of the tool-call groups still waiting for a result, in order.
+
+        >>> from kompakt.messages import ToolCall
+        >>> call = Message.assistant(tool_calls=[ToolCall(id="c1", name="ls")])
+        >>> MessageIndex([Message.user("go"), call]).pending_groups
+        [1]
+        """
         return sorted(set(self._open_calls.values()))
 
     @property
