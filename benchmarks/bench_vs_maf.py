@@ -14,7 +14,9 @@ size, and both count tokens with a 4-characters-a-token estimate (kompakt's
     harness's `TieredCompaction` of dedupe -> clamp -> clear -> slide.
 
 Per-turn rows are medians; cold rows (b)-(d) are the best of ``--repeat`` runs on a
-fresh list, after one warm-up run on a small list on every side (lazy imports loaded).
+fresh list, after one warm-up run on a small list on every side (lazy imports loaded),
+the sides taking turns run by run (kompakt, then each peer), so that a load that comes
+and goes on a shared machine falls on both alike.
 Each peer runs in a child process under a time limit per call; a call that hits it is
 reported as "> N s". Nothing is installed here: MAF is measured when `agent_framework`
 is importable (``pip install agent-framework-core``, the ``maf`` extra),
@@ -66,7 +68,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,20 +214,33 @@ def kompakt_per_turn(n: int, turns: int) -> list[float]:
     return out
 
 
-def kompakt_cold(n: int, repeat: int, make: Callable[[], Any]) -> tuple[list[float], int]:
-    """Seconds of `repeat` cold compactions of a fresh `n`-message list (after a warm-up
-    run on a small one), and the tokens of the last output."""
+def kompakt_cold(n: int, make: Callable[[], Any]) -> Iterator[tuple[float, int]]:
+    """Cold compactions of a fresh `n`-message list (after a warm-up run on a small one),
+    one per step: the seconds each took and the tokens of its output."""
     new_tokenizer = TOKENIZERS[TOKENIZER[0]]
     apply_compaction(to_kompakt(conversation(WARM)), make(), tokenizer=new_tokenizer())
     msgs = to_kompakt(conversation(n))
-    times, tokens = [], 0
-    for _ in range(repeat):
+    while True:
         tok = new_tokenizer()  # a fresh cache: every message is counted
         t0 = clock()
         out = apply_compaction(msgs, make(), tokenizer=tok)
-        times.append(clock() - t0)
-        tokens = sum(tok.count_message(m) for m in out)
-    return times, tokens
+        seconds = clock() - t0
+        yield seconds, sum(tok.count_message(m) for m in out)
+
+
+def cold_in_turn(
+    n: int, make: Callable[[], Any], repeat: int, peers: list[PeerRun]
+) -> tuple[float, int]:
+    """kompakt's cold runs and each peer's, in turn (a load that comes and goes on a shared
+    machine falls on both sides alike): kompakt's best seconds and its output's tokens."""
+    ours = kompakt_cold(n, make)
+    times, tokens = [], 0
+    for _ in range(repeat):
+        seconds, tokens = next(ours)
+        times.append(seconds)
+        for peer in peers:
+            peer.step()
+    return min(times), tokens
 
 
 def chain_without_digest() -> list[StrategyLike]:
@@ -239,7 +254,7 @@ def chain_without_digest() -> list[StrategyLike]:
 # -- the peers (each runs in a child process) ---------------------------------------------
 
 
-def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
+def _maf_worker(kind: str, n: int, repeat: int, q: Any, go: Callable[[], Any]) -> None:
     from agent_framework._compaction import (
         CharacterEstimatorTokenizer,
         ToolResultCompactionStrategy,
@@ -267,6 +282,7 @@ def _maf_worker(kind: str, n: int, repeat: int, q: Any) -> None:
         await apply_compaction(to_maf(conversation(WARM)), strategy=warm, tokenizer=tok)
         q.put(("ready", 0.0, 0))
         for _ in range(repeat):
+            go()  # in turn with kompakt's run: the machine's load falls on both alike
             msgs = to_maf(conversation(n))  # fresh: MAF annotates messages in place
             if kind == "truncate":
                 strategy: Any = TruncationStrategy(max_n=BUDGET, compact_to=BUDGET, tokenizer=tok)
@@ -312,7 +328,7 @@ class _RunContext:
     model = "test"
 
 
-def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
+def _harness_worker(kind: str, n: int, repeat: int, q: Any, go: Callable[[], Any]) -> None:
     from pydantic_ai_harness.compaction._shared import estimate_token_count, exceeds
 
     async def run() -> None:
@@ -330,6 +346,7 @@ def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
         await _harness_strategy(kind).compact(to_pydantic(conversation(WARM)), _RunContext())
         q.put(("ready", 0.0, 0))
         for _ in range(repeat):
+            go()  # in turn with kompakt's run: the machine's load falls on both alike
             msgs = to_pydantic(conversation(n))
             strategy = _harness_strategy(kind)
             t0 = clock()
@@ -343,7 +360,7 @@ def _harness_worker(kind: str, n: int, repeat: int, q: Any) -> None:
 GOALS = {"truncate": "drop oldest first", "chain": "the cheap chain"}
 """The cold rows kompakt must run at least 2x faster than the harness."""
 
-PEERS: dict[str, tuple[str, Callable[[str, int, int, Any], None]]] = {
+PEERS: dict[str, tuple[str, Callable[[str, int, int, Any, Callable[[], Any]], None]]] = {
     "MAF": ("agent_framework", _maf_worker),
     "harness": ("pydantic_ai_harness", _harness_worker),
 }
@@ -397,7 +414,7 @@ class _Child:
         import queue
 
         argv = [python, __file__, "--peer-worker", peer, kind, str(n), str(repeat), CLOCKS[0]]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.queue: queue.Queue[Any] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -405,6 +422,12 @@ class _Child:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.queue.put(tuple(json.loads(line)))
+
+    def go(self) -> None:
+        """Let the worker start its next cold run."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def is_alive(self) -> bool:
         return self.proc.poll() is None
@@ -435,37 +458,61 @@ def _get(q: Any, proc: Any, timeout: float) -> Any:
     raise TimeoutError
 
 
-def peer_measure(
-    peer: str, kind: str, n: int, repeat: int, limit: float, *, best: bool = False
-) -> Measured:
-    """Median (or with `best`, the least) seconds of `repeat` calls in a child process,
-    each under `limit`."""
-    proc: Any
-    if peer in PYTHONS:
-        proc = _Child(PYTHONS[peer], peer, kind, n, repeat)
-        q: Any = proc.queue
-    else:
-        ctx = mp.get_context("fork")
-        q = ctx.Queue()
-        proc = ctx.Process(target=PEERS[peer][1], args=(kind, n, repeat, q), daemon=True)
-        proc.start()
-    times: list[float] = []
-    tokens = 0
-    hit = error = False
-    try:
-        _get(q, proc, max(600.0, limit * 10))  # building the history is not measured
-        for _ in range(repeat):
-            _, dt, tokens = _get(q, proc, limit)
-            times.append(dt)
-    except TimeoutError:
-        hit = True
-    except RuntimeError:
-        error = True
-    finally:
-        proc.terminate()
-        proc.join(5)
-    seconds = (min(times) if best else statistics.median(times)) if times else None
-    return Measured(seconds, tokens, hit, error)
+class PeerRun:
+    """A peer measured in a child process, each call under `limit`: all its runs at once
+    (`collect`), or a cold run at a time (`step`), in turn with kompakt's."""
+
+    def __init__(self, peer: str, kind: str, n: int, repeat: int, limit: float) -> None:
+        self.limit, self.repeat = limit, repeat
+        self.proc: Any
+        if peer in PYTHONS:
+            self.proc = _Child(PYTHONS[peer], peer, kind, n, repeat)
+            self.q: Any = self.proc.queue
+            self.go: Callable[[], Any] = self.proc.go
+        else:
+            ctx = mp.get_context("fork")
+            self.q, go = ctx.Queue(), ctx.Queue()
+            self.go = lambda: go.put(None)
+            args = (kind, n, repeat, self.q, go.get)
+            self.proc = ctx.Process(target=PEERS[peer][1], args=args, daemon=True)
+            self.proc.start()
+        self.times: list[float] = []
+        self.tokens = 0
+        self.hit = self.error = False
+        self._next(max(600.0, limit * 10))  # building the history is not measured
+
+    def _next(self, timeout: float) -> None:
+        if self.hit or self.error:
+            return
+        try:
+            what, dt, tokens = _get(self.q, self.proc, timeout)
+        except TimeoutError:
+            self.hit = True
+        except RuntimeError:
+            self.error = True
+        else:
+            if what == "result":
+                self.times.append(dt)
+                self.tokens = tokens
+
+    def step(self) -> None:
+        """One cold run, now."""
+        if not (self.hit or self.error):
+            self.go()
+            self._next(self.limit)
+
+    def collect(self) -> None:
+        """Every run, as the worker makes them (the per-turn row)."""
+        for _ in range(self.repeat):
+            self._next(self.limit)
+
+    def result(self, *, best: bool) -> Measured:
+        """Median (or with `best`, the least) of the runs; the child is ended."""
+        self.proc.terminate()
+        self.proc.join(5)
+        times = self.times
+        seconds = (min(times) if best else statistics.median(times)) if times else None
+        return Measured(seconds, self.tokens, self.hit, self.error)
 
 
 # -- report ------------------------------------------------------------------------------
@@ -549,30 +596,35 @@ def main(argv: list[str] | None = None) -> None:
     speedups: list[tuple[int, str, float]] = []
     for n in sizes:
         history = MessageIndex(to_kompakt(conversation(n)), tokenizer=CharEstimator())
-        rows: list[tuple[str, str, float, int, int]] = [
-            ("(a) per turn: append + check", "turn", statistics.median(kompakt_per_turn(n, 200)),
-             history.total_tokens, args.turns),
-        ]  # fmt: skip
+        per_turn = statistics.median(kompakt_per_turn(n, 200)), history.total_tokens
         del history
-        for label, kind, make in cold:
-            t, tokens = kompakt_cold(n, args.repeat, make)
-            rows.append((label, kind, min(t), tokens, args.repeat))
-        for label, kind, ours, tokens, repeat in rows:
+        rows: list[tuple[str, str, Callable[[], Any] | None]] = [
+            ("(a) per turn: append + check", "turn", None),
+            *cold,
+        ]
+        for label, kind, make in rows:
+            repeat = args.turns if make is None else args.repeat
+            runs = {x: PeerRun(x, kind, n, repeat, args.limit) for x in peers if kind in KINDS[x]}
+            if make is None:
+                (ours, tokens), after = per_turn, [f"(history: {per_turn[1]:,})"]
+                for run in runs.values():
+                    run.collect()
+            else:
+                ours, tokens = cold_in_turn(n, make, repeat, list(runs.values()))
+                after = [f"{tokens:,}"]
             line = f"{n:>7,}  {label:<28} {fmt_time(ours):>10}"
-            after = [f"{tokens:,}"]
             for x in peers:
-                if kind not in KINDS[x]:
+                if x not in runs:
                     line += f" {'-':>10} {'':>24}"
-                    after.append("-")
+                    if make is not None:
+                        after.append("-")
                     continue
-                m = peer_measure(x, kind, n, repeat, args.limit, best=kind != "turn")
+                m = runs[x].result(best=make is not None)
                 line += " " + cells(ours, m, args.limit)
                 if x == "harness" and kind in GOALS and m.seconds:
                     speedups.append((n, GOALS[kind], m.seconds / ours))
-                if kind != "turn":
+                if make is not None:
                     after.append(f"{m.tokens:,}" if m.tokens else "-")
-            if kind == "turn":
-                after = [f"(history: {tokens:,})"]
             print(line + "  " + " / ".join(after))
             sys.stdout.flush()
     for n, what, times in speedups:
@@ -583,14 +635,14 @@ def main(argv: list[str] | None = None) -> None:
 def peer_worker(argv: list[str]) -> None:
     """``--peer-worker PEER KIND N REPEAT CLOCK``: run one peer here, results on stdout."""
     peer, kind, n, repeat, CLOCKS[0] = argv
-    PEERS[peer][1](kind, int(n), int(repeat), _StdoutQueue())
+    PEERS[peer][1](kind, int(n), int(repeat), _StdoutQueue(), sys.stdin.readline)
 
 
 def replay(n: int) -> None:
     """Append `n` messages one by one, compacting whenever the trigger fires."""
     print(f"kompakt: {n:,} messages appended one at a time, compacting whenever over 20k tokens")
     compactors: list[tuple[str, Callable[[], Compactor]]] = [
-        ("CollapseToolResults", lambda: Compactor(TokensExceed(20_000), _collapse())),
+        ("CollapseToolResults", lambda: Compactor(TokensExceed(20_000), strategy=_collapse())),
         ("Budgeted(20k), default chain", lambda: Compactor(strategy=Budgeted(20_000))),
     ]
     for label, make in compactors:

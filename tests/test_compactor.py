@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import gc
 import json
 import statistics
 import time
@@ -169,6 +170,20 @@ def test_cold_budgeted_compaction_of_3k_messages_is_fast() -> None:
     out = apply_compaction(msgs, strategy=Budgeted(80_000), tokenizer=CharEstimator())
     assert time.perf_counter() - t0 < 2.0  # typically ~0.1 s, CharEstimator counts included
     assert sum(CharEstimator().count_message(m) for m in out) <= 80_000
+
+
+def test_a_one_shot_compaction_leaves_no_garbage_cycle() -> None:
+    # its view and index are freed when it returns, not left for the collector to find
+    # (which then walks them inside some later, timed, compaction)
+    msgs = list(history(100, size=400).messages)
+    gc.collect()
+    gc.disable()
+    try:
+        for strategy in (Budgeted(5_000), SupersedeReads(min_preserved=0)):
+            apply_compaction(msgs, strategy=strategy, tokenizer=CharEstimator())
+            assert gc.collect() == 0, strategy
+    finally:
+        gc.enable()
 
 
 # -- config and registry ---------------------------------------------------------------

@@ -241,3 +241,24 @@ def test_real_transcripts_index(path: Path) -> None:
     if conv.format == "mini-swe-agent":  # ends on the submit call, whose result never came
         assert index.groups[-1].pending
     assert View(index).render() == list(index.messages)
+
+
+def test_groups_with_no_call_waiting_hold_no_set_of_their_own() -> None:
+    # a long history keeps one shared empty set, not one per group (memory, and objects
+    # the garbage collector walks); appended one by one or built at once, the same
+    msgs = [Message.user("go")]
+    for i in range(3):
+        calls = [ToolCall(id=f"c{i}a", name="f"), ToolCall(id=f"c{i}b", name="g")]
+        msgs.append(Message.assistant(tool_calls=calls))
+        msgs += [Message.tool("1", tool_call_id=f"c{i}a"), Message.tool("2", tool_call_id=f"c{i}b")]
+        msgs.append(Message.assistant("done"))
+    for index in (MessageIndex(msgs), _appended(msgs)):
+        assert index.group_count == 7 and not any(g.pending for g in index.groups)
+        assert len({id(g.open_calls) for g in index.groups}) == 1
+
+
+def _appended(msgs: list[Message]) -> MessageIndex:
+    index = MessageIndex()
+    for m in msgs:
+        index.append(m)
+    return index

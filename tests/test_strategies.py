@@ -231,6 +231,33 @@ def test_budgeted_clamps_the_results_of_a_partial_batch() -> None:
     assert [m.role for m in out] == [m.role for m in msgs]
 
 
+def test_clamp_with_nothing_over_its_limit_still_clamps_what_comes_later() -> None:
+    # with no message over the limit, the clamp settles its walk without reading each
+    # group: a huge result that joins a batch waiting for it, or comes in a new group,
+    # or a note put in since, is still found by the next compaction
+    from kompakt.compactor import Compactor
+
+    many = [m for i in range(40) for m in (call(f"a{i}"), result(f"a{i}", "small output"))]
+    waiting = Message.assistant(
+        tool_calls=[ToolCall(id="p1", name="bash"), ToolCall(id="p2", name="bash")]
+    )
+    msgs = [Message.user("go"), *many, waiting, result("p1", "ok")]
+    index = MessageIndex(msgs, tokenizer=CharEstimator())
+    clamp = ClampOversized(max_message_tokens=500, min_preserved=0)
+    compactor = Compactor(strategy=clamp)
+    view, _ = compactor.compact(index, force=True)
+    assert view.messages_within(500) and not view.changed  # nothing to cut
+    index.append(result("p2", big(800)))  # completes the batch that was waiting
+    index.extend([Message.user("and?"), call("n1"), result("n1", big(800, "n"))])
+    view.replace(3, [index.messages[5], result("a2", big(800, "note"))])
+    assert not view.messages_within(500)
+    view, _ = compactor.compact(index, force=True)
+    out = view.render()
+    clamped = [m for m in out if m.synthetic == "clamped"]
+    assert [m.text[:7] for m in clamped] == ["note li", "x line ", "n line "]
+    assert all(CharEstimator().count_message(m) <= 500 for m in out)
+
+
 def test_a_result_arriving_after_its_batch_was_clamped_joins_it() -> None:
     from kompakt.compactor import Compactor
 

@@ -34,7 +34,8 @@ the last group or from the open-call table, and the totals are updated in place.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal, TypeAlias
 
 from kompakt.errors import ConfigError
@@ -55,6 +56,10 @@ GroupKind: TypeAlias = Literal[
 ]
 
 
+_NO_CALLS: frozenset[str] = frozenset()
+"""The open calls of every group not waiting for a result (one set shared by all)."""
+
+
 @dataclass(slots=True, eq=False)
 class Group:
     """A run of messages kept or removed together: positions ``start`` to ``end - 1``."""
@@ -72,8 +77,9 @@ class Group:
     chars: int = 0
     pinned: bool = False
     """A message of the group is pinned or a memory."""
-    open_calls: set[str] = field(default_factory=set)
-    """Ids of calls still waiting for their result."""
+    open_calls: frozenset[str] = _NO_CALLS
+    """Ids of calls still waiting for their result (replaced, never changed in place: a
+    history of thousands of groups holds no set for each)."""
     orphan: bool = False
     """A tool result whose call is not directly before it (validation reports it)."""
 
@@ -116,6 +122,9 @@ class MessageIndex:
         self._open_calls: dict[str, int] = {}
         self.total_tokens = 0
         self.total_chars = 0
+        self.max_message_tokens = 0
+        """Tokens of the costliest message (a strategy that cuts what is over a limit has
+        nothing to look for when this is within it)."""
         self.turn_count = 0
         self.tool_call_group_count = 0
         self.last_user_group: int | None = None
@@ -153,6 +162,8 @@ class MessageIndex:
         positions[message.id] = pos
         self.total_tokens += tokens
         self.total_chars += chars
+        if tokens > self.max_message_tokens:
+            self.max_message_tokens = tokens
         return message
 
     def extend(self, messages: Iterable[Message]) -> list[Message]:
@@ -168,6 +179,7 @@ class MessageIndex:
         # a flat rate prices a message of one ASCII text part from the length read here
         rate = flat_rate(self.tokenizer)
         total_tokens = total_chars = 0
+        most = self.max_message_tokens
         try:
             for pos, message in enumerate(messages, first):
                 mid = message.id
@@ -209,7 +221,8 @@ class MessageIndex:
                     owner = open_calls.get(cid)
                     if owner is not None and owner == len(groups) - 1:  # the last group's
                         group = groups[owner]
-                        group.open_calls.discard(cid)
+                        waiting = group.open_calls  # _answered, inlined: one per result
+                        group.open_calls = _NO_CALLS if len(waiting) == 1 else waiting - {cid}
                         del open_calls[cid]
                 elif (
                     message.synthetic is None
@@ -223,8 +236,12 @@ class MessageIndex:
                         groups.append(group)
                         if calls:
                             self.tool_call_group_count += 1
+                            group.open_calls = (
+                                frozenset((calls[0].id,))  # one call: no iterator to build
+                                if len(calls) == 1
+                                else frozenset(map(_CALL_ID, calls))
+                            )
                             for call in calls:
-                                group.open_calls.add(call.id)
                                 open_calls[call.id] = group.index
                     elif role == "user" and not message.tool_calls:
                         self.turn_count += 1
@@ -246,9 +263,12 @@ class MessageIndex:
                 positions[mid] = pos
                 total_tokens += tokens
                 total_chars += chars
+                if tokens > most:
+                    most = tokens
         finally:
             self.total_tokens += total_tokens
             self.total_chars += total_chars
+            self.max_message_tokens = most
         return stored[first:]
 
     def _unique(self, message: Message) -> Message:
@@ -277,8 +297,8 @@ class MessageIndex:
         if m.tool_calls:
             g = self._new_group("tool_call", pos)
             self.tool_call_group_count += 1
+            g.open_calls = frozenset(map(_CALL_ID, m.tool_calls))
             for call in m.tool_calls:
-                g.open_calls.add(call.id)
                 self._open_calls[call.id] = g.index
         else:
             g = self._new_group("compaction" if compaction else "assistant_text", pos)
@@ -291,7 +311,7 @@ class MessageIndex:
         owner = self._open_calls.get(m.tool_call_id or "")
         last = self._groups[-1] if self._groups else None
         if owner is not None and last is not None and owner == last.index:
-            last.open_calls.discard(m.tool_call_id or "")
+            last.open_calls = _answered(last.open_calls, m.tool_call_id or "")
             del self._open_calls[m.tool_call_id or ""]
             return last
         g = self._new_group("tool_call", pos)
@@ -330,6 +350,17 @@ class MessageIndex:
     @property
     def group_count(self) -> int:
         return len(self._groups)
+
+    @property
+    def pending_groups(self) -> list[int]:
+        """Indexes of the tool-call groups still waiting for a result, in order.
+
+        >>> from kompakt.messages import ToolCall
+        >>> call = Message.assistant(tool_calls=[ToolCall(id="c1", name="ls")])
+        >>> MessageIndex([Message.user("go"), call]).pending_groups
+        [1]
+        """
+        return sorted(set(self._open_calls.values()))
 
     @property
     def has_tool_calls(self) -> bool:
@@ -371,6 +402,14 @@ def is_provider_compaction(m: Message) -> bool:
     True
     """
     return any(p.kind == "other" and p.data.get("type") == "compaction" for p in m.content)
+
+
+def _answered(open_calls: frozenset[str], call_id: str) -> frozenset[str]:
+    """`open_calls` once `call_id` has its result (the shared empty set when it was the last)."""
+    return _NO_CALLS if len(open_calls) == 1 else open_calls - {call_id}
+
+
+_CALL_ID = attrgetter("id")
 
 
 def _usage_tokens(m: Message, counted: int) -> int:

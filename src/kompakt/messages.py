@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any, Literal, TypeAlias
@@ -175,9 +175,9 @@ class Message:
         if not isinstance(self.covers, tuple):
             object.__setattr__(self, "covers", tuple(self.covers))
         digest = _digest(self)
-        object.__setattr__(self, "digest", digest)
+        _PUT["digest"](self, digest)
         if not self.id:
-            object.__setattr__(self, "id", "m_" + digest[:16])
+            _PUT["id"](self, "m_" + digest[:16])
 
     def __hash__(self) -> int:
         return hash((self.id, self.digest))
@@ -251,25 +251,25 @@ class Message:
         """
         if not text or not synthetic or role not in ROLES or type(covers) is not tuple:
             return cls(role=role, content=_text_parts(text), synthetic=synthetic, covers=covers)
-        setattr_ = object.__setattr__
+        put = _PUT
         m = object.__new__(cls)
-        setattr_(m, "role", role)
-        setattr_(m, "content", (_text_part(text),))
-        setattr_(m, "tool_calls", ())
-        setattr_(m, "tool_call_id", None)
-        setattr_(m, "name", None)
-        setattr_(m, "pinned", False)
-        setattr_(m, "memory", False)
-        setattr_(m, "synthetic", synthetic)
-        setattr_(m, "covers", covers)
-        setattr_(m, "extra", {})
-        setattr_(m, "metadata", {})
+        put["role"](m, role)
+        put["content"](m, (_text_part(text),))
+        put["tool_calls"](m, ())
+        put["tool_call_id"](m, None)
+        put["name"](m, None)
+        put["pinned"](m, False)
+        put["memory"](m, False)
+        put["synthetic"](m, synthetic)
+        put["covers"](m, covers)
+        put["extra"](m, {})
+        put["metadata"](m, {})
         # the bytes `_digest` hashes for a single text part, no calls, a synthetic kind
         data = "".join((role, "\x00ptext", text, "\x00s", synthetic, "\x01".join(covers)))
         digest = hashlib.sha1(data.encode("utf-8", "surrogatepass"), usedforsecurity=False)
         hexdigest = digest.hexdigest()
-        setattr_(m, "digest", hexdigest)
-        setattr_(m, "id", "m_" + hexdigest[:16])
+        put["digest"](m, hexdigest)
+        put["id"](m, "m_" + hexdigest[:16])
         return m
 
     # -- reading ------------------------------------------------------------------
@@ -321,11 +321,11 @@ class Message:
         # what `replace` does (every field copied, the changes applied, then __post_init__),
         # without building keyword arguments for __init__: strategies evolve one per group
         new = object.__new__(Message)
-        setattr_ = object.__setattr__
+        put = _PUT
         for name, value in zip(_FIELDS, _ALL_FIELDS(self), strict=True):
-            setattr_(new, name, value)
+            put[name](new, value)
         for name, value in changes.items():
-            setattr_(new, name, value)
+            put[name](new, value)
         new.__post_init__()
         return new
 
@@ -351,23 +351,19 @@ def text_stand_in(
     extra = {} if extra is None else extra
     if type(message) is not Message or not text or not synthetic or type(covers) is not tuple:
         return message.evolve(content=text, synthetic=synthetic, covers=covers, extra=extra)
-    setattr_ = object.__setattr__
+    put = _PUT
     new = object.__new__(Message)
-    part = object.__new__(Part)  # _text_part(text), inlined
-    setattr_(part, "kind", "text")
-    setattr_(part, "text", text)
-    setattr_(part, "data", {})
-    setattr_(new, "role", message.role)
-    setattr_(new, "content", (part,))
-    setattr_(new, "tool_calls", message.tool_calls)
-    setattr_(new, "tool_call_id", message.tool_call_id)
-    setattr_(new, "name", message.name)
-    setattr_(new, "pinned", message.pinned)
-    setattr_(new, "memory", message.memory)
-    setattr_(new, "synthetic", synthetic)
-    setattr_(new, "covers", covers)
-    setattr_(new, "extra", extra)
-    setattr_(new, "metadata", message.metadata)
+    put["role"](new, message.role)
+    put["content"](new, (_text_part(text),))
+    put["tool_calls"](new, message.tool_calls)
+    put["tool_call_id"](new, message.tool_call_id)
+    put["name"](new, message.name)
+    put["pinned"](new, message.pinned)
+    put["memory"](new, message.memory)
+    put["synthetic"](new, synthetic)
+    put["covers"](new, covers)
+    put["extra"](new, extra)
+    put["metadata"](new, message.metadata)
     call_id = message.tool_call_id
     if message.tool_calls or call_id is None:
         digest = _digest(new)
@@ -386,8 +382,8 @@ def text_stand_in(
         )
         hashed = hashlib.sha1(data.encode("utf-8", "surrogatepass"), usedforsecurity=False)
         digest = hashed.hexdigest()
-    setattr_(new, "digest", digest)
-    setattr_(new, "id", "m_" + digest[:16])
+    put["digest"](new, digest)
+    put["id"](new, "m_" + digest[:16])
     return new
 
 
@@ -395,6 +391,14 @@ _CONTENT_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "synthetic",
 _FIELDS = tuple(f.name for f in fields(Message))
 _FIELD_NAMES = frozenset(_FIELDS)
 _ALL_FIELDS = attrgetter(*_FIELDS)
+_PUT: dict[str, Callable[[object, object], None]] = {
+    name: vars(Message)[name].__set__ for name in _FIELDS
+}
+"""Each field's slot setter: how kompakt's own constructors fill a new (frozen) message,
+at half the cost of `object.__setattr__` (no name lookup, no argument tuple to slice)."""
+_PUT_PART: dict[str, Callable[[object, object], None]] = {
+    f.name: vars(Part)[f.name].__set__ for f in fields(Part)
+}
 
 
 def _as_call(call: ToolCall | Mapping[str, Any]) -> ToolCall:
@@ -412,9 +416,10 @@ def _text_parts(text: str) -> tuple[Part, ...]:
 def _text_part(text: str) -> Part:
     """``Part(text=text)``, built without the dataclass `__init__` (one per note)."""
     part = object.__new__(Part)
-    object.__setattr__(part, "kind", "text")
-    object.__setattr__(part, "text", text)
-    object.__setattr__(part, "data", {})
+    put = _PUT_PART
+    put["kind"](part, "text")
+    put["text"](part, text)
+    put["data"](part, {})
     return part
 
 

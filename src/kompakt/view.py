@@ -36,6 +36,7 @@ OMITTED_NOTE = "[Earlier conversation omitted to fit the context window.]"
 
 _EMPTY: tuple[Message, ...] = ()
 _PINNED, _MEMORY = attrgetter("pinned"), attrgetter("memory")
+_CHARS = attrgetter("char_count")
 
 
 class View:
@@ -54,6 +55,9 @@ class View:
         self._partial: dict[int, tuple[int, int, int]] = {}
         self._removed_tokens = 0
         self._added_tokens = 0
+        # tokens of the costliest replacement ever put in (a bound: it stays when that one
+        # goes), so `messages_within` answers without a walk
+        self._most_replaced = 0
         self._removed_msgs = 0
         self._added_msgs = 0
         self._removed_chars = 0
@@ -238,13 +242,15 @@ class View:
             if tokens is None:
                 tokens = self.index.tokenizer.count_message(new[0])
         else:
-            chars = sum([m.char_count for m in new])
+            chars = sum(map(_CHARS, new))
             if tokens is None:
                 tokens = sum(map(self.index.tokenizer.count_message, new))
         self._sizes[group] = (tokens, chars, new)
         self._added_tokens += tokens
         self._added_chars += chars
         self._added_msgs += len(new)
+        if tokens > self._most_replaced:
+            self._most_replaced = tokens
         if group < self._scan_from:
             self._scan_from = 0
             self._dropped_before_scan = 0
@@ -346,9 +352,10 @@ class View:
                 chars = r[0].char_count
             else:
                 tokens = sum(map(count, r)) if tokens is None else tokens
-                chars = sum([m.char_count for m in r])
+                chars = sum(map(_CHARS, r))
         if sign > 0:
             self._sizes[g] = (tokens, chars, r)
+            self._most_replaced = max(self._most_replaced, tokens)
         self._added_tokens += sign * tokens
         self._added_chars += sign * chars
         self._added_msgs += sign * len(r)
@@ -399,6 +406,20 @@ class View:
     def changed(self) -> bool:
         """Anything differs from the originals."""
         return bool(self._replaced)
+
+    def messages_within(self, limit: int) -> bool:
+        """True when no message the view sends can cost more than `limit` tokens (a
+        conservative O(1) check, by each message's tokens as its group was accounted:
+        False means "maybe").
+
+        >>> from kompakt.index import MessageIndex
+        >>> view = View(MessageIndex([Message.user("a" * 400), Message.user("b")]))
+        >>> view.messages_within(200), view.messages_within(50)
+        (True, False)
+        """
+        if self._partial:  # results that joined a replaced batch are counted apart
+            return False
+        return max(self.index.max_message_tokens, self._most_replaced) <= limit
 
     # -- what may be touched --------------------------------------------------------
 

@@ -1047,6 +1047,15 @@ def _quoted(c: _Collector, m: Message, recency: float, owner: _Item | None) -> N
         c.add("quoted", text, score + 2.5 * recency, recency, key=_norm(s)).source = label
 
 
+# what every match of _ERROR_RE contains: all literals, so the engine skips ahead to where
+# one may start (the error pattern itself tries each branch at every character, about
+# ten times slower, and most outputs hold no error)
+_ERROR_HINT_RE = re.compile(
+    r"Traceback|Error|Exception|Exit|Interrupt|Warning|FAIL|ERROR|error:|fatal:|panic:"
+    r"|No such file or directory|Permission denied|command not found|Segmentation fault|E\s\s"
+)
+
+
 def key_lines(text: str, limit: int = 2) -> list[str]:
     """What a tool's output says that is worth more than its first line: its last error
     and its best statements of value or constraint, at most `limit`, in reading order.
@@ -1062,7 +1071,7 @@ def key_lines(text: str, limit: int = 2) -> list[str]:
     if len(lines) > _KEY_LINES_HEAD + _KEY_LINES_TAIL:
         text = "\n".join(lines[:_KEY_LINES_HEAD] + lines[-_KEY_LINES_TAIL:])
     found: list[str] = []
-    if _ERROR_ANYWHERE_RE.search(text):
+    if _ERROR_HINT_RE.search(text) and _ERROR_ANYWHERE_RE.search(text):
         errors = [ln.strip() for ln in text.splitlines() if _ERROR_RE.search(ln)]
         found += errors[-1:]
     found += [s for s, _ in _best_facts(text) if not _IMPERATIVE_RE.match(s)]

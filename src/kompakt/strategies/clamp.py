@@ -77,6 +77,8 @@ class ClampOversized(BaseStrategy):
         # groups before the cursor fit, or were clamped, at an earlier compaction
         key = ("ClampOversized", self.max_message_tokens, self.head, self.tail)
         walk = Walk(view, key)
+        if view.messages_within(self.max_message_tokens):
+            return self._nothing_over(view, walk, context)
         replaced = 0
         cap = view.index.last_user_group
         groups = view.candidates(
@@ -120,6 +122,18 @@ class ClampOversized(BaseStrategy):
         if replaced:
             context.note(groups_replaced=replaced)
         return replaced > 0
+
+    def _nothing_over(self, view: View, walk: Walk, context: CompactionContext) -> bool:
+        """No message is over the limit: the walk is settled as far as it would have got,
+        without looking at each group (but for the newest ones, the last user message and
+        a batch waiting for results: protected now, not for good)."""
+        index = view.index
+        walk.position = max(walk.start, index.group_count - self.preserved(context))
+        waiting = [g for g in index.pending_groups if g >= walk.start]
+        last_user = index.last_user_group
+        cap = min([*waiting, *([] if last_user is None else [last_user])], default=None)
+        walk.settle(cap=cap)
+        return False
 
     def clamp_message(self, m: Message, tokenizer: Tokenizer) -> Message:
         """`m` with each text part over `max_message_tokens` cut to head and tail (a clamped copy

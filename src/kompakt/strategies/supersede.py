@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 from typing import TypeAlias
 
@@ -127,7 +128,7 @@ class SupersedeReads(BaseStrategy):
         seen = view.memo(key)
         if not isinstance(seen, _Seen):
             seen = _Seen(view)
-        elif seen.owner is not view:
+        elif seen.owner() is not view:
             seen = seen.copy(view)
         view.keep(key, seen)
         groups = view.index.groups
@@ -152,28 +153,28 @@ class SupersedeReads(BaseStrategy):
 
     def _read(self, view: View, seen: _Seen, g: int, done: frozenset[str]) -> frozenset[str]:
         """Record the answered calls of group `g` (but those in `done`); returns all read."""
-        read = set(done)
-        rendered = view.rendered(g)
-        answered = {
-            m.tool_call_id for m in rendered if m.role == "tool" and m.synthetic in _SENT
-        }  # _sent_results, from the messages at hand
+        calls: list[ToolCall] = []
+        answered: set[str | None] = set()  # _sent_results, from the messages at hand
+        for m in view.rendered(g):  # one pass: the calls, and the results sent as they came
+            if m.tool_calls:
+                calls += m.tool_calls
+            if m.role == "tool" and m.synthetic in _SENT:
+                answered.add(m.tool_call_id)
         exclude, include = self.exclude_tools, self.include_tools
         keys = None if callable(self.key) else self._keys
-        ordinal = 0
-        for m in rendered:
-            for call in m.tool_calls:
-                ordinal += 1
-                cid, name = call.id, call.name
-                if cid not in answered or cid in read:
-                    continue
-                if name in exclude or (include is not None and name not in include):
-                    continue  # not watched
-                k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
-                if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
-                    k = self._key(call)
-                if k is not None:
-                    read.add(cid)
-                    seen.add((name, k), (g, -ordinal, cid), call)
+        read = set(done)
+        for ordinal, call in enumerate(calls, 1):
+            cid, name = call.id, call.name
+            if cid not in answered or cid in read:
+                continue
+            if name in exclude or (include is not None and name not in include):
+                continue  # not watched
+            k = keys.get((name, call.arguments), _UNREAD) if keys is not None else _UNREAD
+            if k is _UNREAD:  # the memo of `_key`, read here first: agents repeat calls
+                k = self._key(call)
+            if k is not None:
+                read.add(cid)
+                seen.add((name, k), (g, -ordinal, cid), call)
         return frozenset(read)
 
     def _key(self, call: ToolCall) -> Hashable | None:
@@ -225,7 +226,9 @@ class _Seen:
     older ones it makes stale (group -> call id -> (call, key)) not yet replaced."""
 
     def __init__(self, owner: View) -> None:
-        self.owner = owner
+        # weakly: the view keeps this memo, and a cycle back to it would leave the whole
+        # view and index for the garbage collector to find instead of freeing them at once
+        self.owner = weakref.ref(owner)
         self.position = 0
         self.waiting: dict[int, frozenset[str]] = {}
         """Groups still waiting for results -> the ids of their calls read already."""
@@ -269,7 +272,8 @@ _SENT = (None, "clamped")
 
 class _Notes:
     """Writes the one-line notes of one view's stale results (what it reads of the index
-    read once, not once per group)."""
+    read once, not once per group; each note's text and price once per tool and arguments:
+    agents re-read the same files)."""
 
     def __init__(self, view: View) -> None:
         index = view.index
@@ -279,13 +283,14 @@ class _Notes:
         self.counted = index.message_tokens
         self.count = index.tokenizer.count_message
         self.rate = flat_rate(index.tokenizer)
+        self.texts: dict[tuple[str, str], tuple[str, int | None]] = {}
 
     def stand_ins(
         self, g: int, stale: dict[str, ToolCall], original: bool
     ) -> tuple[list[Message] | None, int]:
         """What group `g` sends with its `stale` results (call id -> call) as one-line
         notes, and what that costs; None when no note is cheaper than what it replaces."""
-        count, rate = self.count, self.rate
+        count, texts = self.count, self.texts
         # an original group's messages were counted by the index: read, not recounted
         group = self.groups[g]
         start = group.start
@@ -301,25 +306,18 @@ class _Notes:
                 new.append(m)
                 tokens += was
                 continue
-            text = (
-                f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
-                "again later; see the newer result.]"
-            )
-            if rate is not None and not m.tool_calls and text.isascii():
-                x = len(text) / rate  # what `count` says of the note, without the call
-                cost = int(x)
-                cost += MESSAGE_OVERHEAD + (cost < x)
+            known = texts.get((call.name, call.arguments))
+            text, cost = known if known is not None else self._text(call)
+            if cost is not None and not m.tool_calls:  # priced before it is built
                 if cost >= was:  # no cheaper: not written
                     new.append(m)
                     tokens += was
                     continue
-                note = text_stand_in(
-                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
-                )
             else:
-                note = text_stand_in(
-                    m, text, synthetic="superseded", covers=m.covers if m.synthetic else (m.id,)
-                )
+                cost = None
+            covers = m.covers if m.synthetic else (m.id,)
+            note = text_stand_in(m, text, synthetic="superseded", covers=covers)
+            if cost is None:
                 cost = count(note)
             if cost < was:
                 new.append(note)
@@ -329,3 +327,18 @@ class _Notes:
                 new.append(m)
                 tokens += was
         return (new if changed else None), tokens
+
+    def _text(self, call: ToolCall) -> tuple[str, int | None]:
+        """The note of a stale result of `call`, and what `count` says of it at a flat
+        rate (None: count the note itself)."""
+        text = (
+            f"[Superseded: {call.name}({short_args(call.arguments)}) was run "
+            "again later; see the newer result.]"
+        )
+        cost = None
+        if self.rate is not None and text.isascii():
+            x = len(text) / self.rate  # what `count` says of the note, without the call
+            cost = int(x)
+            cost += MESSAGE_OVERHEAD + (cost < x)
+        self.texts[(call.name, call.arguments)] = (text, cost)
+        return text, cost
