@@ -26,7 +26,7 @@ from kompakt.notes.digest import (
     standing_instructions,
     with_ledger,
 )
-from kompakt.notes.ledger import Ledger, drop_superseded, superseded
+from kompakt.notes.ledger import Ledger, drop_superseded, superseded, supersessions
 from kompakt.notes.salience import Salience, is_filler, is_instruction
 from kompakt.notes.units import Unit, split_units
 
@@ -51,5 +51,6 @@ __all__ = [
     "split_units",
     "standing_instructions",
     "superseded",
+    "supersessions",
     "with_ledger",
 ]

@@ -33,7 +33,15 @@ from kompakt.notes.salience import (
     word_atoms,
 )
 
-__all__ = ["Entry", "Ledger", "same_subject", "superseded", "update_cue"]
+__all__ = [
+    "Entry",
+    "Ledger",
+    "drop_superseded",
+    "same_subject",
+    "superseded",
+    "supersessions",
+    "update_cue",
+]
 
 _UPDATE_CUE = re.compile(
     r"\b(?:now|no longer|any ?more|instead|actually|changed?|changing|moved?|moving|switch(?:ed)?"
