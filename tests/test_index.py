@@ -127,6 +127,22 @@ def test_extend_at_a_flat_rate_prices_each_message_as_its_tokenizer(
     recount(index, tok)
 
 
+def test_group_of_reads_positions_like_a_list() -> None:
+    call = ToolCall(id="c1", name="ls")
+    index = MessageIndex(
+        [
+            Message.user("go"),
+            Message.assistant(tool_calls=[call]),
+            Message.tool("a", tool_call_id="c1"),
+        ]
+    )
+    assert [index.group_of(p).kind for p in range(3)] == ["user", "tool_call", "tool_call"]
+    assert index.group_of(-1) is index.group_of(1) is index.groups[1]
+    for outside in (3, -4):
+        with pytest.raises(IndexError):
+            index.group_of(outside)
+
+
 @settings(max_examples=30, deadline=None)
 @given(conversations(max_turns=4))
 def test_appending_one_at_a_time_equals_extend(msgs: list[Message]) -> None:

@@ -33,6 +33,7 @@ the last group or from the open-call table, and the totals are updated in place.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -116,7 +117,6 @@ class MessageIndex:
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else CharEstimator()
         self._messages: list[Message] = []
         self._tokens: list[int] = []
-        self._group_of: list[int] = []
         self._groups: list[Group] = []
         self._positions: dict[str, int] = {}
         self._open_calls: dict[str, int] = {}
@@ -158,7 +158,6 @@ class MessageIndex:
             group.pinned = True
         self._messages.append(message)
         self._tokens.append(tokens)
-        self._group_of.append(group.index)
         positions[message.id] = pos
         self.total_tokens += tokens
         self.total_chars += chars
@@ -174,10 +173,12 @@ class MessageIndex:
         positions, stored = self._positions, self._messages
         first = len(stored)
         store, store_tokens = stored.append, self._tokens.append
-        store_group, count, place = self._group_of.append, self.tokenizer.count_message, self._place
+        count, place = self.tokenizer.count_message, self._place
         groups, open_calls = self._groups, self._open_calls
-        # a flat rate prices a message of one ASCII text part from the length read here
-        rate = flat_rate(self.tokenizer)
+        # a flat whole-number rate prices a message of one ASCII text part from the length
+        # read here, rounded up in integers (a fractional rate goes through the tokenizer)
+        flat = flat_rate(self.tokenizer)
+        rate = flat if isinstance(flat, int) else None
         total_tokens = total_chars = 0
         most = self.max_message_tokens
         try:
@@ -194,18 +195,14 @@ class MessageIndex:
                         chars += sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
                         tokens = count(message)
                     elif rate is not None and content[0].kind == "text" and text.isascii():
-                        x = chars / rate
-                        tokens = int(x)
-                        tokens += MESSAGE_OVERHEAD + (tokens < x)  # _ceil, inlined
+                        tokens = MESSAGE_OVERHEAD - (-chars // rate)  # ceil(chars / rate)
                     else:
                         tokens = count(message)
                 elif not content and rate is not None and len(message.tool_calls) == 1:
                     name, args = message.tool_calls[0].name, message.tool_calls[0].arguments
                     chars = len(name) + len(args)
                     if name.isascii() and args.isascii():  # one call, no text: the same
-                        x, y = len(name) / rate, len(args) / rate
-                        tokens, more = int(x), int(y)
-                        tokens += more + (tokens < x) + (more < y)
+                        tokens = -(-len(name) // rate) - (-len(args) // rate)
                         tokens += MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD
                     else:
                         tokens = count(message)
@@ -259,7 +256,6 @@ class MessageIndex:
                     group.pinned = True
                 store(message)
                 store_tokens(tokens)
-                store_group(group.index)
                 positions[mid] = pos
                 total_tokens += tokens
                 total_chars += chars
@@ -369,7 +365,10 @@ class MessageIndex:
 
     def group_of(self, position: int) -> Group:
         """The group holding the message at `position`."""
-        return self._groups[self._group_of[position]]
+        # groups cover the history in order: the last one starting at or before it (no
+        # table of a group per message to keep, for the few callers that ask)
+        position = range(len(self._messages))[position]  # IndexError and negatives as a list
+        return self._groups[bisect_right(self._groups, position, key=_START) - 1]
 
     def group_messages(self, group: Group | int) -> Sequence[Message]:
         """The messages of a group, in order."""
@@ -410,6 +409,7 @@ def _answered(open_calls: frozenset[str], call_id: str) -> frozenset[str]:
 
 
 _CALL_ID = attrgetter("id")
+_START = attrgetter("start")
 
 
 def _usage_tokens(m: Message, counted: int) -> int:
