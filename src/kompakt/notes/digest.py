@@ -500,6 +500,8 @@ class _Extraction:
     """Where one message holds many turns of a transcript: each unit's turn in it."""
     when: str = ""
     """The date of the session being read, where a dated header opened it."""
+    header: str = ""
+    """The date the message being read opens its session with ("" when it opens none)."""
     dated: dict[int, str] = field(default_factory=dict)
     """Each unit's session date (by its order), where sessions are dated."""
     replied: dict[int, str] = field(default_factory=dict)
@@ -535,7 +537,8 @@ def _extract(
             continue
         said = said or m.role not in ("system", "developer")
         text = m.text
-        ex.when = session_date(_unlabelled(text, ex.speakers)) or ex.when
+        ex.header = session_date(_unlabelled(text, ex.speakers))
+        ex.when = ex.header or ex.when
         if m.role == "assistant":
             spoke = True
             issued = _calls(c, m, recency, commands)
@@ -662,8 +665,8 @@ def _conversation(
     if ex.speakers:
         _number_turns(ex, units)
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
-        if date := session_date(_unlabelled(m.text, ex.speakers)):
-            units = _without_header(units, ex.speakers, date)
+        if ex.header:  # this message opens a session: read once, in `_extract`
+            units = _without_header(units, ex.speakers, ex.header)
         ex.dated.update((u.order, ex.when) for u in units)
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
