@@ -11,6 +11,7 @@ from kompakt.notes.salience import (
     constraint_signal,
     content_words,
     entity_signal,
+    is_question,
     self_fact_signal,
     value_signal,
 )
@@ -66,6 +67,9 @@ from kompakt.notes.units import split_sentences
         "Eine Sache noch, die ist mir wichtig: schreib nie 'lecker' in einem Text.",
         "N'utilise jamais de tirets longs.",
         "Nunca uses emojis conmigo.",
+        "还有，别再发表情了好吗，上次你回复里一堆表情",  # asked as a question
+        "说到钱，以后涉及钱的地方都用人民币计算",
+        "记得提醒我周五交房租。",
     ],
 )
 def test_standing_instructions_are_recognised(text: str) -> None:
@@ -102,6 +106,11 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Wir backen immer freitags.",
         "Je ne mange jamais de viande le soir.",
         "Nunca llueve en Bilbao en agosto.",
+        # "always", "from now on", "remember" that describe, in Chinese
+        "为什么周一总是这么累",
+        "同事总是在群里发语音，好烦",
+        "你好呀，我叫林晓，以后可能会经常来找你聊天。",
+        "我记得那天下雨了。",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
@@ -386,3 +395,22 @@ def test_a_rules_reasons_are_no_subject_a_newer_rule_replaces() -> None:
     assert len(ledger.entries()) == 2
     ledger.add("From now on you can ring me, any time.", order=3)  # the rule itself changed
     assert [e.order for e in ledger.entries()] == [2, 3]
+
+
+def test_a_chinese_question_needs_no_question_mark() -> None:
+    assert is_question("怎么整理衣柜比较好")
+    assert is_question("你会下象棋吗")
+    assert not is_question("我现在开的是比亚迪海豚，成都充电方便吗")  # a fact asked about
+    assert not is_question("我芒果过敏。")
+
+
+def test_words_shouted_in_capitals_are_no_names() -> None:
+    assert entity_signal("I GOT THE JOB.") == 0.0
+    assert entity_signal("We moved the API to AWS last week.") == 1.0
+
+
+def test_the_names_said_everywhere_tell_nothing() -> None:
+    """Who a chat is between is named all through it: naming them is no news."""
+    chat = [f"Maya, did you see the match {k}?" for k in range(20)]
+    s = Salience.of([*chat, "Maya!", "Found a flat in Leith."])
+    assert s.score("Found a flat in Leith.", "user") > 2 * s.score("Maya!", "user")

@@ -90,10 +90,17 @@ _INSTRUCTION_EN = re.compile(
     r"(?:answers?|replies|responses) (?:should|must) (?:be|always|never|include))",
     re.IGNORECASE,
 )
+# "总是", "以后", "记得" describe as often as they ask ("为什么周一总是这么累", "以后可能会
+# 常来", "我记得那天"): they ask when said to the assistant or followed by what to do
 _INSTRUCTION_ZH = re.compile(
-    r"总是|始终|永远不要|永远别|一直要|每次|以后|从现在起|从现在开始|今后|不要|别再|请勿|务必|"
-    r"必须|记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你|我不喜欢|我讨厌|请用|请始终|请不要|叫我"
-    r"|别给我|别跟我|别推荐|不要给我"
+    r"(?:请|你要?|要|都)(?:总是|始终|一直)|永远不要|永远别|一直要|每次|"
+    r"(?:以后|从现在起|从现在开始|今后)[^，。！？,.!?]{0,10}?(?:请|都|别|不要|用|叫|给我|记得|要|一律|只)"
+    r"|不要|别再|请勿|务必|必须|(?<![我你他她还不])记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你"
+    r"|我不喜欢|我讨厌|请用|请不要|叫我|别给我|别跟我|别推荐|不要给我"
+)
+# a question said without its mark, as chats do: "怎么整理衣柜比较好", "你觉得呢"
+_QUESTION_ZH = re.compile(
+    r"^(?:为什么|为啥|怎么|怎样|如何|哪|有没有|是不是|能不能|可不可以)|(?:吗|呢|么|怎么办)[。！!.~～]*$"
 )
 _STANDING_QUESTION = re.compile(
     r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
@@ -295,7 +302,9 @@ def _read(text: str) -> _Text:
     digits = _DIGIT.search(text) is not None
     capitals = text[1:] != text[1:].lower()
     wordset = frozenset(words)
-    question = text.rstrip().endswith(("?", "？"))
+    question = text.rstrip().endswith(("?", "？")) or (
+        cjk and "，" not in text and bool(_QUESTION_ZH.search(text))  # a clause alone
+    )
     return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
 
 
@@ -351,14 +360,14 @@ def _reads_as_instruction(t: _Text) -> bool:
         asked = t.text[: t.text.index("?") + 1]
         if _instruction(_read(asked)):
             return True
+    if t.cjk:  # "别再发表情了好吗" asks for good, question or not
+        return bool(_INSTRUCTION_ZH.search(t.text))
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
-            and (t.cjk or _standing_cued(word_atoms(t.text)))
+            and _standing_cued(word_atoms(t.text))
             and bool(_STANDING_QUESTION.search(t.text))
         )
-    if t.cjk and _INSTRUCTION_ZH.search(t.text):
-        return True
     if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
         return True
     if not t.words & _INSTRUCTION_GATE or not _instruction_cued(word_atoms(t.text)):
@@ -619,10 +628,21 @@ def _entities(t: _Text) -> float:
     names = [
         m.group()
         for m in _NAME.finditer(text)
-        if m.group().rstrip(".") not in _NOT_NAMES and not _vocative(text, m)
+        if m.group().rstrip(".") not in _NOT_NAMES
+        and (t.digits or m.group().rstrip(_TRAILING).lower() not in _DATE_WORDS)
+        and not _vocative(text, m)
     ]
+    if any(n.isupper() for n in names) and _shouted(text):
+        names = [n for n in names if not n.isupper()]  # "I GOT THE JOB": no names
     t.names = tuple(_name_key(n) for n in names)
     return float(kinds + min(2, (len(names) + 1) // 2))
+
+
+def _shouted(text: str) -> bool:
+    """Whether most of the letters are capitals: words in capitals there are shouted,
+    not acronyms."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isupper() for c in letters) * 2 > len(letters)
 
 
 def _vocative(text: str, name: re.Match[str]) -> bool:
@@ -785,6 +805,8 @@ def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
     return 0.0
 
 
+_COMMON_NAME = 4
+_COMMON_SHARE = 0.02
 _AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
 
 
@@ -838,6 +860,10 @@ class Salience:
         top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
         return min(1.0, sum(top) / len(top) / self._norm)
 
+    def _everywhere(self, name: str) -> bool:
+        """Whether a name is said so often here that naming it tells nothing."""
+        return self.df.get(name, 0) > max(_COMMON_NAME, self.n * _COMMON_SHARE)
+
     def query(self, text: str) -> dict[str, float]:
         """The rare words of what is asked (`text`), each with its weight here (its IDF):
         what `relevance` looks for. Words said everywhere weigh nothing.
@@ -875,6 +901,8 @@ class Salience:
             return 0.0  # nothing said, or a number alone ("(10)"): nothing to keep
         values = _value(t)
         entities = _entity(t)
+        if t.names and entities and all(self._everywhere(n) for n in t.names):
+            entities -= 1  # "Maya!", "Tom: MAYA.": who the chat is between, no news
         if self.names and _opening_name(t, self.names):
             entities += 1
         signal = (
