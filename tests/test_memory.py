@@ -232,6 +232,39 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
     assert "survey" not in instructions
 
 
+@pytest.mark.parametrize(
+    ("rule", "reply"),
+    [
+        (
+            "and type hints in every snippet please, our linter screams otherwise",
+            "Noted — type hints in every snippet, including return types.",
+        ),
+        (
+            "Ah, y con Marta, en los emails siempre de usted, aunque sea joven.",
+            "Entendido: con Marta Ruiz, siempre de usted en los correos.",
+        ),
+    ],
+)
+def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, reply: str) -> None:
+    """People set rules in words no cue reads; the assistant's "Noted — ... every ..."
+    says it was one."""
+    from kompakt.notes import digest, standing_instructions
+
+    said = [
+        Message.user("Quick one: what's a good name for a test fixture?"),
+        Message.assistant("Something that says what it provides, like `export_path`."),
+        Message.user(rule),
+        Message.assistant(reply),
+        *[m for q, a in SMALL_TALK[:6] for m in (Message.user(q), Message.assistant(a))],
+    ]
+    text = digest(said, max_tokens=200)
+    assert rule in text.split("## Standing instructions")[1].split("##")[0]
+    assert standing_instructions(said) == [rule]
+    # a fact acknowledged is no rule
+    said[3] = Message.assistant("Noted: fasting blood test on the 14th.")
+    assert standing_instructions(said) == []
+
+
 def test_a_reply_that_only_echoes_the_user_takes_no_line() -> None:
     """A reply naming only what the user had just said adds nothing once the user's own
     line is in the note; the room goes to another fact."""

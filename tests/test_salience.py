@@ -67,6 +67,7 @@ from kompakt.notes.units import split_sentences
         "Eine Sache noch, die ist mir wichtig: schreib nie 'lecker' in einem Text.",
         "N'utilise jamais de tirets longs.",
         "Nunca uses emojis conmigo.",
+        "another thing I always do: describe the weather at the start of every session.",
         "还有，别再发表情了好吗，上次你回复里一堆表情",  # asked as a question
         "说到钱，以后涉及钱的地方都用人民币计算",
         "记得提醒我周五交房租。",

@@ -52,6 +52,7 @@ from kompakt.messages import Message
 from kompakt.notes.ledger import Ledger, superseded, supersessions, surviving_clauses
 from kompakt.notes.salience import (
     Salience,
+    acknowledged_rule,
     content_words,
     entity_signal,
     is_filler,
@@ -407,7 +408,8 @@ def standing_instructions(
     said = False
     speakers = transcript_speakers([*messages, *later])
     people = "peer" in speakers.values()  # people talking instruct no assistant
-    for pos, m in enumerate([*messages, *later]):
+    both = [*messages, *later]
+    for pos, m in enumerate(both):
         if is_note(m, opening=not said):
             for k, line in enumerate(split_ledger(m.text)[0]):
                 ledger.add(line, order=pos - 1 + k / 1e6)
@@ -415,7 +417,7 @@ def standing_instructions(
         said = said or m.role not in ("system", "developer")
         if m.role == "user" and not people:
             units = split_units(m, pos, speakers=speakers)
-            rules = _rules_of(units)
+            rules = _rules_of(units, _acknowledged(both, pos))
             for u in units:
                 if u.order in rules:
                     rule = _unlabelled(u.text, speakers)
@@ -527,6 +529,7 @@ def _extract(
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
     asked_last = ""  # the user's last message: what a reply may only say again
     agentic = _agent_run(messages)
+    chat = [*messages, *later]  # a reply may acknowledge the rule the message before set
     ex.speakers = {} if agentic else transcript_speakers([*messages, *later])
     ex.peers = not agentic and _peers(messages, ex.speakers)
     for pos, m in enumerate(messages):
@@ -583,7 +586,8 @@ def _extract(
                 ex.request = _Request(pos, _undated(text), max(16, room), tok)
                 ex.request.item = ex.request.add(c, recency)
             if bonus == 0.0 or not agentic:
-                ruled = _conversation(ex, m, pos, recency, bonus=bonus)
+                acked = frozenset() if agentic else _acknowledged(chat, pos)
+                ruled = _conversation(ex, m, pos, recency, bonus=bonus, acked=acked)
                 if bonus == _IN_REQUEST and ex.request is not None:  # the ledger has those
                     ex.request.without(c, ruled)
             _identifiers(c, text, recency, weight=1.5, values=False)
@@ -591,7 +595,9 @@ def _extract(
             acted = False
     for k, m in enumerate(later):  # newer statements: they only supersede
         if m.role in ("user", "assistant") and not is_note(m) and not m.tool_calls:
-            _conversation(ex, m, len(messages) + k, 1.0, context_only=True)
+            at = len(messages) + k
+            acked = _acknowledged(chat, at) if m.role == "user" and not agentic else frozenset()
+            _conversation(ex, m, at, 1.0, context_only=True, acked=acked)
             if m.role == "user" and not (agentic and _OBSERVATION_RE.search(m.text)):
                 ex.asking = m.text
     _rank_units(ex)
@@ -656,6 +662,7 @@ def _conversation(
     *,
     bonus: float = 0.0,
     context_only: bool = False,
+    acked: frozenset[str] = frozenset(),
 ) -> list[str]:
     """The units of a user message or a conversational reply: standing instructions go
     to the ledger, the rest is ranked by salience once the whole span is read.
@@ -670,7 +677,7 @@ def _conversation(
         ex.dated.update((u.order, ex.when) for u in units)
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
-    rules = set() if _between_people(ex) else _rules_of(units)
+    rules = set() if _between_people(ex) else _rules_of(units, acked)
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
@@ -762,9 +769,16 @@ def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
     return text
 
 
-def _rules_of(units: Sequence[Unit]) -> set[int]:
-    """The units of a message that state the user's standing instructions (by order)."""
-    rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set[int]:
+    """The units of a message that state the user's standing instructions (by order):
+    those an instruction's cue reads, and those the reply acknowledged as one (`acked`,
+    from `acknowledged_rule`) in two words or more."""
+    rules = {
+        u.order
+        for u in units
+        if u.source == "user"
+        and (is_instruction(u.text) or len(acked.intersection(content_words(u.text))) >= 2)
+    }
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
             rules.add(units[k - 1].order)
@@ -947,6 +961,14 @@ def _echoes(u: Unit, ex: _Extraction) -> bool:
         return False
     named = _named(u.text)
     return len(named) >= 2 and named <= _named(ex.replied[u.position])
+
+
+def _acknowledged(said: Sequence[Message], pos: int) -> frozenset[str]:
+    """What the reply right after the message at `pos` acknowledges as a standing rule."""
+    reply = said[pos + 1] if pos + 1 < len(said) else None
+    if reply is None or reply.role != "assistant" or reply.tool_calls:
+        return frozenset()
+    return acknowledged_rule(reply.text)
 
 
 def _without_rules(m: Message, pos: int) -> str:

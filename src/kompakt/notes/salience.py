@@ -34,6 +34,7 @@ from functools import lru_cache
 
 __all__ = [
     "Salience",
+    "acknowledged_rule",
     "change_signal",
     "constraint_signal",
     "content_words",
@@ -448,6 +449,49 @@ _ASKING = _wordset("can could would will")
 _ASKED_TO = _wordset("always never stop not start keep use remember make avoid try skip drop")
 
 
+def acknowledged_rule(reply: str) -> frozenset[str]:
+    """What a reply's opening acknowledges the user asked for good ("Noted — type hints
+    in every snippet", "Entendido, a partir de ahora todos los precios con IVA"), as its
+    content words: a rule the user said in words no cue reads is still one. Empty when
+    the reply opens with no acknowledgement of a standing rule ("Noted: dentist on the
+    14th" acknowledges a fact).
+
+    >>> sorted(acknowledged_rule("Will do — date at the top each time.\n| Date |"))
+    ['date', 'time', 'top']
+    >>> acknowledged_rule("Noted: fasting blood test on the 14th.")
+    frozenset()
+    """
+    head = reply.lstrip()[:_ACK_CHARS].split("\n", 1)[0]
+    if not _ACK.match(head) or not _ACK_STANDING.search(head):
+        return frozenset()
+    said = _read(_ACK.sub("", head, count=1)).content
+    return frozenset(w for w in said if len(w) > 2 and w not in _FUNCTION_WORDS)
+
+
+# what the English stop words leave of other languages' small words: no content to share
+_FUNCTION_WORDS = _wordset(
+    """con los las del por para que una uno les des pour avec sur dans und der die das den
+    dem mit für von auf ein eine dei per che gli nel com não uma"""
+)
+
+
+_ACK_CHARS = 240
+_ACK = re.compile(
+    r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
+    r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
+    r"|capito|好的|明白|收到|知道了|记住了|了解)\b[\s,.:;!—–-]*",
+    re.IGNORECASE,
+)
+_ACK_STANDING = re.compile(
+    r"\b(?:always|never|every|each time|from now on|going forward|whenever|unless"
+    r"|rather than|instead of|no longer|by default|in future|i'll keep|i'll stick|i won't"
+    r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
+    r"|ab jetzt|künftig|toujours|jamais|désormais|sempre|mai)\b"
+    r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用",
+    re.IGNORECASE,
+)
+
+
 def _european_instruction(t: _Text) -> bool:
     """Spanish, Portuguese, French, German and Italian: "from now on", a preference, or
     "always"/"never"/"no"/"without" said with a "please"."""
@@ -521,7 +565,8 @@ _PAST = re.compile(
     r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten)\b",
     re.IGNORECASE,
 )
-_WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose)\b", re.IGNORECASE)
+# "I always want X", "one thing I always do: X": what is to be done, said as a habit
+_WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose|do:)(?!\w)", re.IGNORECASE)
 
 
 def _constraint(t: _Text) -> float:
