@@ -291,6 +291,7 @@ def main() -> None:
         (WRITTEN, "first"),
         (WRITTEN / "set2", "second"),
         (WRITTEN / "set3", "third"),
+        (WRITTEN / "set4", "fourth"),
     ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,

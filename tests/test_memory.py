@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -542,22 +543,42 @@ def sent_at_a_fifth(path: Path, rounds: int) -> tuple[dict[str, Any], str]:
     return doc, "\n".join(m.text for m in sent).lower()
 
 
+@dataclass
+class Held:
+    """Answers to one set's questions still sent: all, and instructions alone."""
+
+    asked: int = 0
+    held: int = 0
+    stale: int = 0  # the old value sent without the current one
+    ruled: int = 0
+    rules: int = 0
+
+
+def held_at_a_fifth(folder: Path, rounds: int) -> Held:
+    out = Held()
+    for path in sorted(folder.glob("conv_*.json")):
+        doc, text = sent_at_a_fifth(path, rounds)
+        for q in doc["questions"]:
+            answer, old = q["answer"].lower(), str(q.get("stale", "")).lower()
+            kept = answer in text
+            out.asked += 1
+            out.held += kept
+            out.stale += bool(old) and old in text and not kept
+            if q["kind"] == "instruction":
+                out.ruled += 1
+                out.rules += kept
+    return out
+
+
 @pytest.mark.parametrize("rounds", [1, 5])
 def test_the_hand_written_conversations_keep_their_answers(rounds: int) -> None:
     """Six long conversations written by an author who did not read the code: at a 20%
     budget the answers to most of their questions are still sent, and no stale value is
     shown without the current one (was 78% and 2 stale before supersession was made
     precise; truncation keeps 35%)."""
-    held, asked, stale = 0, 0, 0
-    for path in sorted(WRITTEN.glob("conv_*.json")):
-        doc, text = sent_at_a_fifth(path, rounds)
-        for q in doc["questions"]:
-            answer, old = q["answer"].lower(), str(q.get("stale", "")).lower()
-            held += answer in text
-            stale += bool(old) and old in text and answer not in text
-            asked += 1
-    assert asked == 161
-    assert held >= 0.85 * asked and stale == 0, (held, asked, stale)
+    got = held_at_a_fifth(WRITTEN, rounds)
+    assert got.asked == 161
+    assert got.held >= 0.85 * got.asked and got.stale == 0, got
 
 
 @pytest.mark.parametrize("rounds", [1, 5])
@@ -566,13 +587,9 @@ def test_the_second_authors_conversations_keep_most_answers(rounds: int) -> None
     used to tune the digest (two friends, a transcript of labelled turns, long assistant
     replies, a work project, Chinese, small talk): at a 20% budget most answers are still
     sent, once and after five rounds (truncation keeps about a tenth)."""
-    held, asked = 0, 0
-    for path in sorted((WRITTEN / "set2").glob("conv_*.json")):
-        doc, text = sent_at_a_fifth(path, rounds)
-        held += sum(q["answer"].lower() in text for q in doc["questions"])
-        asked += len(doc["questions"])
-    assert asked == 160
-    assert held >= 0.72 * asked, (held, asked)
+    got = held_at_a_fifth(WRITTEN / "set2", rounds)
+    assert got.asked == 160
+    assert got.held >= 0.72 * got.asked, got
 
 
 @pytest.mark.parametrize("rounds", [1, 5])
@@ -581,19 +598,23 @@ def test_the_third_authors_conversations_keep_most_answers(rounds: int) -> None:
     used (a renovation, a diary with datelines, a thesis with markdown answers, a pasted
     group chat, German and English, a bank's support chat): at a 20% budget most answers
     are still sent, once and after five rounds, the standing instructions all but one."""
-    held, asked, rules, ruled = 0, 0, 0, 0
-    for path in sorted((WRITTEN / "set3").glob("conv_*.json")):
-        doc, text = sent_at_a_fifth(path, rounds)
-        for q in doc["questions"]:
-            kept = q["answer"].lower() in text
-            held += kept
-            asked += 1
-            if q["kind"] == "instruction":
-                rules += kept
-                ruled += 1
-    assert asked == 176
-    assert held >= 0.8 * asked, (held, asked)
-    assert rules >= ruled - 1, (rules, ruled)
+    got = held_at_a_fifth(WRITTEN / "set3", rounds)
+    assert got.asked == 176
+    assert got.held >= 0.8 * got.asked, got
+    assert got.rules >= got.ruled - 1, got
+
+
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_the_fourth_authors_conversations_keep_most_answers(rounds: int) -> None:
+    """Six conversations by a fourth author, written after three sets had been used
+    (a move in Chinese, a health log, a developer's chat with code, two friends texting,
+    a Spanish/English travel agency, a role-playing campaign): at a 20% budget most
+    answers are still sent, once and after five rounds, the standing instructions all
+    but one (first read, before any change for them: 86%, instructions 83%)."""
+    got = held_at_a_fifth(WRITTEN / "set4", rounds)
+    assert got.asked == 182
+    assert got.held >= 0.78 * got.asked, got
+    assert got.rules >= got.ruled - 1, got
 
 
 def test_a_message_that_lists_facts_keeps_them_and_boilerplate_gives_way() -> None:

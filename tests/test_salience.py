@@ -194,6 +194,20 @@ def test_an_update_supersedes_the_stale_value() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("El vuelo de Marta sale el 9 de junio.", "Ahora el vuelo de Marta sale el 16 de junio."),
+        ("Der Stand ist donnerstags auf dem Markt.", "Der Stand ist jetzt freitags auf dem Markt."),
+        ("La réunion est le 3 mars à Lyon.", "La réunion à Lyon est reportée au 10 mars."),
+    ],
+)
+def test_an_update_is_read_in_other_languages(older: str, newer: str) -> None:
+    assert superseded(older, newer)
+    # the noun "cambio" says what a change costs, not that something changed
+    assert not superseded(older, "el cambio de vuelo cuesta 120 € más")
+
+
 def test_a_count_said_again_with_another_number_is_an_update() -> None:
     assert superseded("roughly 120 guests, outdoors if possible.", "We're at 95 guests now.")
     assert superseded("The budget is €60,000 for launch.", "The budget is now €48,000.")

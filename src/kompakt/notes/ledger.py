@@ -51,7 +51,17 @@ _UPDATE_CUE = re.compile(
     r"|correction|corrected|scratch that|forget|not .{1,30} but|rather than|from now on"
     r"|going forward|changed my mind|raised|lowered|increased|decreased|extended|shortened"
     r"|upgraded|downgraded|migrated|became|becomes|turned)\b"
-    r"|改成|改为|换成|现在|不再|取消|推迟|更新|其实",
+    r"|改成|改为|换成|现在|不再|取消|推迟|更新|其实"
+    # the same in Spanish, Portuguese, French, German and Italian
+    r"|\b(?:ahora|agora|maintenant|désormais|jetzt|nun|adesso|ora"
+    r"|ya no|já não|não mais|ne \w+ plus|nicht mehr|kein \w+ mehr|non più"
+    r"|en vez de|en lugar de|em vez de|au lieu de|stattdessen|anstatt|invece"
+    r"|cambi(?:ó|ado|ada|amos)|mud(?:ou|ado|amos)|changée?s?|changeons|geändert"
+    r"|cambiato|actualizad[oa]|actualizo|atualizad[oa]|mis à jour|aktualisiert|aggiornat[oa]"
+    r"|movid[oa]|pasa de|passa de|pasó a|déplacée?s?|verschoben|spostat[oa]|aplazad[oa]"
+    r"|pospuest[oa]|adiad[oa]|reportée?s?|rinviat[oa]|cancelad[oa]|annulée?s?|abgesagt|annullat[oa]"
+    r"|al final|finalmente|finalement|en fait|en realidad|eigentlich|doch nicht"
+    r"|corrijo|corrección|correção|korrektur)\b",
     re.IGNORECASE,
 )
 # Words that say how or when, not what: two units sharing only these share no subject.
@@ -178,9 +188,17 @@ _UPDATE_GATE = frozenset(
         r"\S+",
         """now longer any anymore more instead actually change changed changing move moved moving
     switch switched update updated replace replaced dropped cancel canceled cancelled
-    postponed rescheduled pushed new revise revised correction corrected scratch forget not
-    rather going forward raised lowered increased decreased extended shortened upgraded
-    downgraded migrated became becomes turned""",
+    postponed rescheduled pushed new revise revised correction corrected scratch forget
+    not rather going forward raised lowered increased decreased extended shortened
+    upgraded downgraded migrated became becomes turned ahora agora maintenant désormais
+    jetzt nun adesso ora ya já não ne nicht kein non en em au stattdessen anstatt invece
+    cambió cambiado cambiada cambiamos mudou mudado mudamos changé changée changeons
+    geändert cambiato actualizado actualizada actualizo atualizado atualizada mis
+    aktualisiert aggiornato aggiornata movido movida pasa passa pasó déplacé déplacée
+    verschoben spostato spostata aplazado aplazada pospuesto pospuesta adiado adiada
+    reporté reportée rinviato rinviata cancelado cancelada annulé annulée abgesagt
+    annullato annullata al finalmente finalement eigentlich doch corrijo corrección
+    correção korrektur""",
     )
 )
 
