@@ -112,6 +112,7 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "同事总是在群里发语音，好烦",
         "你好呀，我叫林晓，以后可能会经常来找你聊天。",
         "我记得那天下雨了。",
+        "hey, I've got a bunch of questions, figured I'd keep it in one chat.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
@@ -410,6 +411,13 @@ def test_a_rules_reasons_are_no_subject_a_newer_rule_replaces() -> None:
     assert len(ledger.entries()) == 2
     ledger.add("From now on you can ring me, any time.", order=3)  # the rule itself changed
     assert [e.order for e in ledger.entries()] == [2, 3]
+
+
+def test_a_question_in_a_chat_needs_no_question_mark() -> None:
+    assert is_question("how do I make a CLI flag required with argparse")
+    assert is_question("random q — how do I convert a naive datetime to UTC properly")
+    assert not is_question("When I ask about libraries, include the version.")
+    assert not is_question("how I did it: one step at a time.")
 
 
 def test_a_chinese_question_needs_no_question_mark() -> None:

@@ -78,7 +78,9 @@ _INSTRUCTION_EN = re.compile(
     r" (?:anything|everything|whatever|all|any \w+|every \w+)"
     r" (?:that )?you (?:write|draft"
     r"|send|make|give me|produce|create|post|suggest|recommend)\b"  # "in anything you write"
-    r"|^(?:no more \w+|avoid \w+)|(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
+    r"|^(?:no more \w+|avoid \w+)"
+    r"|(?<!\bi )(?<!\bi'd )(?<!\bi'll )(?<!\bwe )(?<!\bwe'd )(?<!\bwe'll )(?<!\bto )"  # told
+    r"(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
     r"|your (?:answers?|replies|responses))"
     r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
     r"|need you to)"
@@ -284,6 +286,27 @@ class _Text:
     names: tuple[str, ...] = ()  # the names it says past its first word (with `entity`)
 
 
+def _unmarked_question(text: str, cjk: bool) -> bool:
+    """A question said without its mark, as chats do ("how do I pin the python version",
+    "怎么整理衣柜比较好"): one clause alone, that opens as a question (or, in Chinese, ends
+    as one); "when I ask, ..." opens a clause that a rule follows."""
+    if cjk:
+        return "，" not in text and bool(_QUESTION_ZH.search(text))
+    return (
+        "," not in text
+        and not text.rstrip().endswith((".", "!"))
+        and bool(_QUESTION_EN.match(text))
+    )
+
+
+# ("random q — how do I ...", "ok next: how do I ...": what opens a question said first)
+_QUESTION_EN = re.compile(
+    r"(?:[^.!?:—–]{0,24}[:—–]\s*)?(?:how|what|why|where|which|who|whose|is there|are there"
+    r"|is it|can (?:i|we)|could (?:i|we)|should (?:i|we)|do (?:i|you|we)|does|did (?:i|you|we))\b",
+    re.IGNORECASE,
+)
+
+
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
     lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
@@ -303,9 +326,7 @@ def _read(text: str) -> _Text:
     digits = _DIGIT.search(text) is not None
     capitals = text[1:] != text[1:].lower()
     wordset = frozenset(words)
-    question = text.rstrip().endswith(("?", "？")) or (
-        cjk and "，" not in text and bool(_QUESTION_ZH.search(text))  # a clause alone
-    )
+    question = text.rstrip().endswith(("?", "？")) or _unmarked_question(text, cjk)
     return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
 
 
