@@ -261,7 +261,8 @@ _SELF_VERBS = _wordset(
     traveled travelled adopted named called is are were will plan planned booked signed
     joined left lost won play played drive drove speak spoke learn learned learnt i'm i've
     i'd we're we've 'm 've 'd has love loves loved enjoy enjoys enjoyed hate hates hated
-    prefer prefers adore dislike favourite favorite"""
+    prefer prefers adore dislike favourite favorite proposed engaged pregnant divorced
+    retired hired fired promoted quit met ran sold passed failed broke"""
 )
 _SELF_FACT_ZH = re.compile(r"是|有|住|在|买|叫")
 _ENTITY_CHARS = frozenset("@/`_")
