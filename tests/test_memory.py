@@ -266,6 +266,29 @@ def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, 
     assert standing_instructions(said) == []
 
 
+def test_what_the_assistant_said_is_labelled_and_read_back_as_its() -> None:
+    """A note tells the assistant's lines from the user's, for whoever reads it and for
+    the next compaction, which ranks them as the first did (a reply's table is worth
+    less than what the user said of themselves)."""
+    from kompakt.notes.digest import rolled_note
+
+    said = [
+        Message.user("My sister Aoife is getting married in Galway on 17 August."),
+        Message.assistant(
+            "Congratulations! Galway in August is lovely; the Spiddal coast road, 12 km "
+            "west, is worth a drive."
+        ),
+        *[m for q, a in SMALL_TALK[:6] for m in (Message.user(q), Message.assistant(a))],
+    ]
+    note = rolled_note(said, "", 200).text
+    lines = note.splitlines()
+    assert any(x.startswith("- Assistant: ") and "Spiddal" in x for x in lines), note
+    assert any(x.startswith("- My sister Aoife") for x in lines), note
+    again = rolled_note([Message.user("ok")], note, 200).text
+    assert "Assistant: Assistant:" not in again
+    assert any(x.startswith("- Assistant: ") and "Spiddal" in x for x in again.splitlines())
+
+
 def test_a_reply_that_only_echoes_the_user_takes_no_line() -> None:
     """A reply naming only what the user had just said adds nothing once the user's own
     line is in the note; the room goes to another fact."""

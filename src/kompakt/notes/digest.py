@@ -506,6 +506,8 @@ class _Extraction:
     """The date the message being read opens its session with ("" when it opens none)."""
     dated: dict[int, str] = field(default_factory=dict)
     """Each unit's session date (by its order), where sessions are dated."""
+    agentic: bool = False
+    """An agent's run (steps of commands and results), not a conversation."""
     replied: dict[int, str] = field(default_factory=dict)
     """What the user said last before each reply (by the reply's position)."""
 
@@ -528,7 +530,7 @@ def _extract(
     said = False  # something besides notes and system messages came already
     # in an agent's run a reply between steps is reasoning, in a chat it is conversation
     asked_last = ""  # the user's last message: what a reply may only say again
-    agentic = _agent_run(messages)
+    agentic = ex.agentic = _agent_run(messages)
     chat = [*messages, *later]  # a reply may acknowledge the rule the message before set
     ex.speakers = {} if agentic else transcript_speakers([*messages, *later])
     ex.peers = not agentic and _peers(messages, ex.speakers)
@@ -936,6 +938,8 @@ def _rank_units(ex: _Extraction) -> None:
                 "facts", _clamp(text, _MAX_ITEM_CHARS), score, u.order / 1e9, repeats=False
             )
             item.when = ex.dated.get(u.order, item.when)
+            if _ranked_as(ex, u.source) == "assistant":  # said so in the note: read back so
+                item.flags.add("assistant")
             if _echoes(u, ex):
                 item.flags.add("echo")
 
@@ -1229,7 +1233,10 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
             body = line[2:]
             if (dated := _DATED_RE.match(body)) and session_date(dated.group(1)):
                 when, body = dated.group(1), body[dated.end() :]
-            unit = Unit(body, "note", -1, int(-1_000_000 + k))
+            by = "note" if ex.agentic else "user"  # in a chat, what no label gives to the assistant
+            if body.startswith(_BY_ASSISTANT):
+                by, body = "assistant", body[len(_BY_ASSISTANT) :]
+            unit = Unit(body, by, -1, int(-1_000_000 + k))
             ex.units.append((unit, 0.0, _KEPT_BEFORE))
             if when:
                 ex.dated[unit.order] = when
@@ -1594,7 +1601,14 @@ def _line(item: _Item) -> str:
         return f"{item.text} (edited)"
     if item.source:
         return f"({item.source}) {item.text}"
+    if "assistant" in item.flags and not item.text.startswith(_BY_ASSISTANT):
+        return _BY_ASSISTANT + item.text
     return item.text
+
+
+# what the assistant said, told apart from what the user did (for whoever reads the note,
+# and for the next compaction, which ranks the two as it did the first time)
+_BY_ASSISTANT = "Assistant: "
 
 
 def _split_inline(body: str) -> list[str]:

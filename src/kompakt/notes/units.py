@@ -25,7 +25,7 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # word follows them.
 _SENTENCE_END = re.compile(
     r"(?:[!?]|\.(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMt\.)"
-    r"(?<!\bProf\.)(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.))"  # "Mrs. Okafor" is one name
+    r"(?<!\bProf\.)(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.)(?<!\bref\.)(?<!\bRef\.))"  # "Mrs. Okafor"
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|[。！？；]"
 )
 # who types in lower case ends sentences too, unless the word before is an abbreviation
@@ -34,7 +34,7 @@ _ABBREVIATIONS = frozenset(
     re.findall(
         r"\S+",
         """etc vs approx incl esp cf ca al fig no nos st ave dept est min max ft oz lb lbs pp pg
-    vol ch sec mr mrs ms dr prof sr jr jan feb mar apr jun jul aug sep sept oct nov dec
+    vol ch sec mr mrs ms dr prof sr jr ref jan feb mar apr jun jul aug sep sept oct nov dec
     mon tue tues wed thu thur thurs fri sat sun""",
     )
 )
