@@ -209,6 +209,17 @@ def test_an_update_is_read_in_other_languages(older: str, newer: str) -> None:
     assert not superseded(older, "el cambio de vuelo cuesta 120 € más")
 
 
+def test_a_chinese_change_names_its_new_value() -> None:
+    """"改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
+    subject though the older statement says much besides."""
+    said = [
+        ("我们打算明年结婚，日子暂定2025年10月5日，蜜月想去冰岛看极光", 1.0),
+        ("最近工作好累", 2.0),
+        ("蜜月那边也改主意了，北欧太贵了，改成新西兰了", 3.0),
+    ]
+    assert supersessions(said) == {0: [2]}
+
+
 def test_a_count_said_again_with_another_number_is_an_update() -> None:
     assert superseded("roughly 120 guests, outdoors if possible.", "We're at 95 guests now.")
     assert superseded("The budget is €60,000 for launch.", "The budget is now €48,000.")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Container, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -167,6 +168,12 @@ class _Statement(NamedTuple):
         return _amounts(self.text) if self.stateful else frozenset()
 
     @property
+    def cjk(self) -> bool:
+        """Said in Chinese, Japanese or Korean: its words are character pairs, many to a
+        word, so a share of them says less."""
+        return _CJK_ANY.search(self.text) is not None
+
+    @property
     def names(self) -> frozenset[str]:
         return names_in(self.text) if self.stateful else frozenset()
 
@@ -210,6 +217,9 @@ def _update_cue(text: str, words: frozenset[str]) -> bool:
 
 
 _CJK_UPDATE = re.compile(r"[改换现不取推更其]")
+_CJK_ANY = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# a change in Chinese names its new value after the verb: "改成新西兰了"
+_CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定在|改在)[^\s，。！？了]")
 
 
 @lru_cache(maxsize=1 << 14)
@@ -217,7 +227,9 @@ def _statement(text: str) -> _Statement:
     words = content_words(text)
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
     # a question states nothing that could go stale
-    stateful = not is_question(text) and bool(value_signal(text) or entity_signal(text))
+    stateful = not is_question(text) and bool(
+        value_signal(text) or entity_signal(text) or _CJK_NEW_VALUE.search(text)
+    )
     atoms = word_atoms(text)
     gone = stateful and not atoms.isdisjoint(_REMOVAL_GATE) and bool(_REMOVAL.search(text))
     cue = gone or _update_cue(text, atoms)
@@ -306,7 +318,9 @@ def same_subject(older: str, newer: str) -> bool:
     return _same_subject(_statement(older), _statement(newer))
 
 
-def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
+def _same_subject(
+    a: _Statement, b: _Statement, *, firm: bool = False, rare: AbstractSet[str] = frozenset()
+) -> bool:
     if not a.subject or not b.subject:
         return False
     if _alike(a, b):
@@ -323,6 +337,8 @@ def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
     need = _recounted(a, b)
     if need < _NEVER:  # "we're at 95 guests now" after "about 120 guests"
         return shared >= min(need, len(b.subject))
+    if b.stateful and a.cjk and not rare.isdisjoint(a.subject & b.subject):
+        return True  # "蜜月…改成新西兰了" after "蜜月想去冰岛": a word said nowhere else
     # a change said in passing ("it's now basically a donation") shares a word with many
     # a statement: it names the older one's subject when it shares a fair part of it
     if shared < _CHANGED_SHARE * len(a.subject):
@@ -333,6 +349,7 @@ def _same_subject(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
 
 
 _CHANGED_SHARE = 0.3
+_RARE = 2  # statements: a word said in no more names one subject
 
 
 def superseded(older: str, newer: str) -> bool:
@@ -355,8 +372,11 @@ def _alike(a: _Statement, b: _Statement) -> bool:
     return shared >= 2 and shared >= 0.6 * min(len(a.subject), len(b.subject))
 
 
-def _superseded(a: _Statement, b: _Statement, *, firm: bool = False) -> bool:
-    if not a.stateful or not _same_subject(a, b, firm=firm):
+def _superseded(
+    a: _Statement, b: _Statement, *, firm: bool = False, rare: AbstractSet[str] = frozenset()
+) -> bool:
+    """`rare`: the words said in so few statements that one names their subject."""
+    if not a.stateful or not _same_subject(a, b, firm=firm, rare=rare):
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
         return True
@@ -477,6 +497,7 @@ def supersessions(
             for w in st.subject:
                 by_word.setdefault(w, []).append(i)
     common = max(8, min(64, len(texts) // 20))
+    rare = {w for w, n in said.items() if n <= _RARE}
     gone: dict[int, list[int]] = {}
     for j, (_, when) in enumerate(texts):
         newer = statements[j]
@@ -486,7 +507,11 @@ def supersessions(
                 rivals.update(by_word[w])
         for i in sorted(rivals):
             firm = j in replies
-            if i != j and texts[i][1] < when and _superseded(statements[i], newer, firm=firm):
+            if (
+                i != j
+                and texts[i][1] < when
+                and _superseded(statements[i], newer, firm=firm, rare=rare)
+            ):
                 gone.setdefault(i, []).append(j)
     for newer_ones in gone.values():
         newer_ones.sort(key=lambda j: texts[j][1])
