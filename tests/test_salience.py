@@ -209,6 +209,14 @@ def test_an_update_is_read_in_other_languages(older: str, newer: str) -> None:
     assert not superseded(older, "el cambio de vuelo cuesta 120 € más")
 
 
+def test_a_reply_that_confirms_a_change_in_spanish_outdates_the_row_it_changes() -> None:
+    """The words that say a change was made ("Actualizado") and a language's small words
+    ("de", "el") name no subject: the reply speaks of most of what the row spoke of."""
+    row = "| ALB-2315 | Marta Ruiz y pareja | Azores | 7 de junio | 9 de junio | Málaga |"
+    reply = "Actualizado ALB-2315: boda el 14 de junio, vuelo a las Azores el 16 de junio."
+    assert supersessions([(row, 1.0), (reply, 2.0)], replies={1}) == {0: [1]}
+
+
 def test_a_chinese_change_names_its_new_value() -> None:
     """"改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
     subject though the older statement says much besides."""

@@ -188,26 +188,38 @@ class _Statement(NamedTuple):
         return _renewed(self.text)
 
 
-# The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
-# the text holds one (or is CJK), which most statements do not.
-_UPDATE_GATE = frozenset(
+# The same words in Spanish, Portuguese, French, German and Italian: they say that
+# something changed, never what (no subject of a change, as "updated" is none)
+_OTHER_LANGUAGE_CUES = frozenset(
     re.findall(
         r"\S+",
-        """now longer any anymore more instead actually change changed changing move moved moving
-    switch switched update updated replace replaced dropped cancel canceled cancelled
-    postponed rescheduled pushed new revise revised correction corrected scratch forget
-    not rather going forward raised lowered increased decreased extended shortened
-    upgraded downgraded migrated became becomes turned ahora agora maintenant désormais
-    jetzt nun adesso ora ya já não ne nicht kein non en em au stattdessen anstatt invece
-    cambió cambiado cambiada cambiamos mudou mudado mudamos changé changée changeons
-    geändert cambiato actualizado actualizada actualizo atualizado atualizada mis
-    aktualisiert aggiornato aggiornata movido movida pasa passa pasó déplacé déplacée
-    verschoben spostato spostata aplazado aplazada pospuesto pospuesta adiado adiada
-    reporté reportée rinviato rinviata cancelado cancelada annulé annulée abgesagt
-    annullato annullata al finalmente finalement eigentlich doch corrijo corrección
-    correção korrektur""",
+        """
+    ahora agora maintenant désormais jetzt nun adesso ora ya já não ne nicht kein non en
+    em au stattdessen anstatt invece cambió cambiado cambiada cambiamos mudou mudado
+    mudamos changé changée changeons geändert cambiato actualizado actualizada actualizo
+    atualizado atualizada mis aktualisiert aggiornato aggiornata movido movida pasa
+    passa pasó déplacé déplacée verschoben spostato spostata aplazado aplazada pospuesto
+    pospuesta adiado adiada reporté reportée rinviato rinviata cancelado cancelada
+    annulé annulée abgesagt annullato annullata al finalmente finalement eigentlich doch
+    corrijo corrección correção korrektur""",
     )
 )
+# The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when
+# the text holds one (or is CJK), which most statements do not.
+_UPDATE_GATE = _OTHER_LANGUAGE_CUES | frozenset(
+    re.findall(
+        r"\S+",
+        """
+    now longer any anymore more instead actually change changed changing move moved
+    moving switch switched update updated replace replaced dropped cancel canceled
+    cancelled postponed rescheduled pushed new revise revised correction corrected
+    scratch forget not rather going forward raised lowered increased decreased extended
+    shortened upgraded downgraded migrated became becomes turned""",
+    )
+)
+
+
+_GENERIC |= _OTHER_LANGUAGE_CUES
 
 
 def _update_cue(text: str, words: frozenset[str]) -> bool:

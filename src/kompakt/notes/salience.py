@@ -210,6 +210,10 @@ _STOP = _wordset(
     he's she's he'd she'd they're they've they'd they'll it'll what's who's here's haven't
     hasn't hadn't couldn't wouldn't shouldn't get got like also one two really much many
     well even still may might must shall us okay ok yes yeah sure thanks thank please"""
+) | _wordset(  # the small words of Spanish, Portuguese, French, German and Italian
+    """de del el la las los y que en un una unos unas al lo se su sus por para con le les
+    et du des aux est une der das und den dem ein eine einer zu im mit della di che gli
+    dos das em um uma os ao pela pelo"""
 )
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
