@@ -456,3 +456,15 @@ def test_the_names_said_everywhere_tell_nothing() -> None:
     chat = [f"Maya, did you see the match {k}?" for k in range(20)]
     s = Salience.of([*chat, "Maya!", "Found a flat in Leith."])
     assert s.score("Found a flat in Leith.", "user") > 2 * s.score("Maya!", "user")
+
+
+def test_chinese_names_counts_and_tastes_are_signals() -> None:
+    """No capital marks a name in Chinese, and counts are often written in words: "叫"
+    gives a name, "五岁" and "十楼" are counts with their unit, "最好" states a taste."""
+    assert entity_signal("新公司叫星河数据，在滨江那边。") == 1.0
+    assert entity_signal("我叫他明天再来") == 0.0  # "叫" as "tell to"
+    assert value_signal("猫叫豆包，橘猫，五岁了") == 1.0
+    assert value_signal("十楼以上就算了吧") == 1.0
+    assert value_signal("今天好累") == 0.0
+    s = Salience.of(["朝南的最好", "今天好累", "今天好热"])
+    assert s.score("朝南的最好", "user") > s.score("今天好累", "user")

@@ -259,6 +259,7 @@ _CAMEL = re.compile(r"\b[a-z]+[A-Z]\w")
 _CAMEL_GATE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # what it needs, found fast
 _NAMING = re.compile(r"\b(?i:called|named|nicknamed|name is|name's|name’s)\s+[\"'“‘]?[A-Z]")
 _NAMING_WORDS = _wordset("called named nicknamed name name's")
+_NAMING_ZH = re.compile(r"(?:叫|名叫|叫做|名字是|名为)(?!我|你|他|她)[\u4e00-\u9fff\w]{2,}")
 _SELF_VERBS = _wordset(
     """am was have had got live lives lived work works worked study studied bought own owns
     use used uses moved born married graduated started finished visited went travel
@@ -623,6 +624,8 @@ def _value(t: _Text) -> float:
 
 
 def _values(t: _Text) -> float:
+    if t.cjk and _QUANTITY_ZH.search(t.text):  # "五岁", "十楼", "6楼": a count and its unit
+        return 1.0 + (_values(_read(_QUANTITY_ZH.sub(" ", t.text))) if t.digits else 0.0)
     if not t.digits and t.words.isdisjoint(_DATE_WORDS):
         return 0.0
     text, words = t.text, t.words
@@ -647,6 +650,9 @@ def _values(t: _Text) -> float:
 
 
 _DATE_CHARS = frozenset("-/.月年")
+_QUANTITY_ZH = re.compile(
+    r"[\d零一二三四五六七八九十百千万两几]+\s?(?:岁|楼|层|套|只|块|元|万|斤|公斤|平米|平|公里|次|号|周|个月)"
+)
 
 
 def _version(t: _Text) -> bool:
@@ -692,6 +698,8 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if _code_name(t):
         kinds += 1
+    if t.cjk and _NAMING_ZH.search(text):
+        kinds += 1  # "新公司叫星河数据", "猫叫豆包": a name given, where no capital marks one
     if not t.capitals:  # no capital past the first letter: no name
         return float(kinds)
     if not t.words.isdisjoint(_NAMING_WORDS) and _NAMING.search(text):
@@ -748,7 +756,9 @@ def _self_fact(t: _Text) -> float:
 
 def _preference(t: _Text) -> float:
     """A taste stated ("I hate cilantro", "my favourite flavour is pistachio", "I'm not
-    going on roller coasters"): 1, else 0."""
+    going on roller coasters", "朝南的最好"): 1, else 0."""
+    if t.cjk and _PREFERENCE_ZH.search(t.text):
+        return 1.0
     if t.words.isdisjoint(_PREFERENCE_WORDS):
         return 0.0
     return 1.0 if _PREFERENCE.search(t.text) else 0.0
@@ -763,6 +773,7 @@ _PREFERENCE = re.compile(
 _PREFERENCE_WORDS = _wordset(
     "hate love adore loathe stand refuse detest don't favorite favourite going fan"
 )
+_PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
 
 
