@@ -921,9 +921,10 @@ def _rank_units(ex: _Extraction) -> None:
     }
     # the current value is worth what the stale one was: what it is about mattered
     inherited: dict[int, float] = {}
-    for old, newer in stale.items():
+    for old, newer in sorted(stale.items(), key=lambda x: kept[x[0]][0].order):
+        worth = max(kept[old][1], inherited.get(old, 0.0))  # what it inherited, it passes on
         for new in newer:
-            inherited[new] = max(inherited.get(new, 0.0), kept[old][1])
+            inherited[new] = max(inherited.get(new, 0.0), worth)
     for k, (u, score) in enumerate(kept):
         text = u.text
         if score == _CONTEXT_ONLY:

@@ -392,6 +392,8 @@ def _superseded(
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
         return True
+    # near the same statement with another value; one that only says less ("| Kenji |
+    # Sela Moonreed | rogue |" after "Kenji plays Sela Moonreed, halfling rogue") repeats it
     return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
 
 
