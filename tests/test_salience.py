@@ -113,6 +113,7 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "你好呀，我叫林晓，以后可能会经常来找你聊天。",
         "我记得那天下雨了。",
         "hey, I've got a bunch of questions, figured I'd keep it in one chat.",
+        "my players never read the handouts",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -582,7 +582,8 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
 
 _NARRATOR = re.compile(
     r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m|ll)| have| had| has"
-    r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were))"
+    r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were)"
+    r"|(?:my|our|his|her|their) \w+)"  # "my players never read the handouts"
     r"\s+(?:never|always)$",
     re.IGNORECASE,
 )  # "I have never", "it's always", "they'll never", "I can never": what is, not what to do
