@@ -68,6 +68,7 @@ from kompakt.notes.units import split_sentences
         "N'utilise jamais de tirets longs.",
         "Nunca uses emojis conmigo.",
         "another thing I always do: describe the weather at the start of every session.",
+        "house rule I forgot to mention, potions are a bonus action at my table.",
         "还有，别再发表情了好吗，上次你回复里一堆表情",  # asked as a question
         "说到钱，以后涉及钱的地方都用人民币计算",
         "记得提醒我周五交房租。",
@@ -114,6 +115,8 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "我记得那天下雨了。",
         "hey, I've got a bunch of questions, figured I'd keep it in one chat.",
         "my players never read the handouts",
+        "A rule of thumb is to save a tenth of what you earn.",
+        "The house rules are posted on the fridge.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
@@ -219,7 +222,7 @@ def test_a_reply_that_confirms_a_change_in_spanish_outdates_the_row_it_changes()
 
 
 def test_a_chinese_change_names_its_new_value() -> None:
-    """"改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
+    """ "改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
     subject though the older statement says much besides."""
     said = [
         ("我们打算明年结婚，日子暂定2025年10月5日，蜜月想去冰岛看极光", 1.0),

@@ -74,6 +74,9 @@ _INSTRUCTION_EN = re.compile(
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
+    # "house rule I forgot to mention, potions are a bonus action": a rule said it is one
+    r"|^(?:(?:also|and|oh|ok|btw|so),? )*(?:another|one|a|new|house|small|quick|ground|golden)"
+    r" (?:rule|preference)\b(?! of thumb)"
     r"|\b(?<!thanks )(?<!thank you )(?:in|for|on|to|off|into|with)"
     r" (?:anything|everything|whatever|all|any \w+|every \w+)"
     r" (?:that )?you (?:write|draft"
