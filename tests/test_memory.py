@@ -261,8 +261,11 @@ def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, 
     text = digest(said, max_tokens=200)
     assert rule in text.split("## Standing instructions")[1].split("##")[0]
     assert standing_instructions(said) == [rule]
-    # a fact acknowledged is no rule
+    # a fact acknowledged is no rule, nor a change made
     said[3] = Message.assistant("Noted: fasting blood test on the 14th.")
+    assert standing_instructions(said) == []
+    said[2] = Message.user("we're switching packaging to Boxwell Packaging, 3 weeks lead time")
+    said[3] = Message.assistant("Understood, packaging is now Boxwell Packaging instead of Carto.")
     assert standing_instructions(said) == []
 
 

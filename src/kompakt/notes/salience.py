@@ -513,8 +513,9 @@ _ACK = re.compile(
     re.IGNORECASE,
 )
 _ACK_STANDING = re.compile(
+    # ("instead of", "no longer", "now" say a change was made, not a rule kept)
     r"\b(?:always|never|every|each time|from now on|going forward|whenever|unless"
-    r"|rather than|instead of|no longer|by default|in future|i'll keep|i'll stick|i won't"
+    r"|rather than|by default|in future|i'll keep|i'll stick|i won't"
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
     r"|ab jetzt|künftig|toujours|jamais|désormais|sempre|mai)\b"
     r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用",
