@@ -480,7 +480,7 @@ _ASKED_TO = _wordset("always never stop not start keep use remember make avoid t
 
 
 def acknowledged_rule(reply: str) -> frozenset[str]:
-    """What a reply's opening acknowledges the user asked for good ("Noted — type hints
+    r"""What a reply's opening acknowledges the user asked for good ("Noted — type hints
     in every snippet", "Entendido, a partir de ahora todos los precios con IVA"), as its
     content words: a rule the user said in words no cue reads is still one. Empty when
     the reply opens with no acknowledgement of a standing rule ("Noted: dentist on the
