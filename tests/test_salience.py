@@ -221,6 +221,15 @@ def test_a_reply_that_confirms_a_change_in_spanish_outdates_the_row_it_changes()
     assert supersessions([(row, 1.0), (reply, 2.0)], replies={1}) == {0: [1]}
 
 
+def test_a_day_changed_in_another_language_outdates_the_older() -> None:
+    """A weekday or a month is one in any language: "lunes" is Monday."""
+    assert superseded(
+        "Right now we close on Mondays.",
+        "Cambio importante: cerramos los martes en vez de los lunes.",
+    )
+    assert value_signal("Der Stand ist jetzt freitags da.") == 1.0
+
+
 def test_a_chinese_change_names_its_new_value() -> None:
     """ "改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
     subject though the older statement says much besides."""

@@ -230,13 +230,47 @@ def _update_cue(text: str, words: frozenset[str]) -> bool:
 
 _CJK_UPDATE = re.compile(r"[改换现不取推更其]")
 _CJK_ANY = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _days_and_months() -> dict[str, str]:
+    """A weekday's or month's name in Spanish, Portuguese, French, German and Italian
+    (and the plurals "Mondays", "lunes", "montags"), as its English name: "we close on
+    Mondays" and "cerramos los martes en vez de los lunes" speak of one day."""
+    names = {
+        "monday": "lunes segunda lundi montag montags lunedì lunedi",
+        "tuesday": "martes terça mardi dienstag dienstags martedì martedi",
+        "wednesday": "miércoles miercoles quarta mercredi mittwoch mittwochs mercoledì",
+        "thursday": "jueves quinta jeudi donnerstag donnerstags giovedì giovedi",
+        "friday": "viernes sexta vendredi freitag freitags venerdì venerdi",
+        "saturday": "sábado sabado samedi samstag samstags sabato",
+        "sunday": "domingo dimanche sonntag sonntags domenica",
+        "january": "enero janeiro janvier januar gennaio",
+        "february": "febrero fevereiro février februar febbraio",
+        "march": "marzo março mars märz",
+        "april": "abril avril aprile",
+        "may": "mayo maio mai maggio",
+        "june": "junio junho juin juni giugno",
+        "july": "julio julho juillet juli luglio",
+        "august": "agosto août",
+        "september": "septiembre setembro septembre settembre",
+        "october": "octubre outubro octobre oktober ottobre",
+        "november": "noviembre novembro novembre",
+        "december": "diciembre dezembro décembre dezember dicembre",
+    }
+    out = {f"{day}s": day for day in names if day.endswith("day")}
+    for english, said in names.items():
+        out.update(dict.fromkeys(said.split(), english))
+    return out
+
+
+_SAME_DAY = _days_and_months()
 # a change in Chinese names its new value after the verb: "改成新西兰了"
 _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定在|改在)[^\s，。！？了]")
 
 
 @lru_cache(maxsize=1 << 14)
 def _statement(text: str) -> _Statement:
-    words = content_words(text)
+    words = [_SAME_DAY.get(w, w) for w in content_words(text)]
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
     # a question states nothing that could go stale
     stateful = not is_question(text) and bool(

@@ -233,6 +233,15 @@ _DATE_WORDS = _wordset(
     """jan january feb february mar march apr april may jun june jul july aug august sep sept
     september oct october nov november dec december monday tuesday wednesday thursday friday
     saturday sunday"""
+) | _wordset(  # the same in Spanish, Portuguese, French, German and Italian
+    """lunes martes miércoles jueves viernes sábado domingo lundi mardi mercredi jeudi
+    vendredi samedi dimanche montag dienstag mittwoch donnerstag freitag samstag sonntag
+    montags dienstags mittwochs donnerstags freitags samstags sonntags lunedì martedì
+    mercoledì giovedì venerdì sabato domenica enero febrero abril mayo junio julio agosto
+    septiembre octubre noviembre diciembre janvier février avril juin juillet août
+    septembre octobre novembre décembre januar februar märz juni juli oktober dezember
+    gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre janeiro
+    fevereiro março maio junho julho setembro outubro novembro dezembro"""
 )
 _DIGIT = re.compile(r"\d")
 _MONEY_CHARS = frozenset("$€£¥₹元")
