@@ -244,6 +244,10 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
             "Ah, y con Marta, en los emails siempre de usted, aunque sea joven.",
             "Entendido: con Marta Ruiz, siempre de usted en los correos.",
         ),
+        (
+            "and the date at the top of the log, I like to see where we are",
+            "- Of course, the date at the top each time\n- Logged: 144/93",
+        ),
     ],
 )
 def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, reply: str) -> None:

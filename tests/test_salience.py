@@ -69,6 +69,8 @@ from kompakt.notes.units import split_sentences
         "Nunca uses emojis conmigo.",
         "another thing I always do: describe the weather at the start of every session.",
         "house rule I forgot to mention, potions are a bonus action at my table.",
+        "Et stp, toujours les quantités en grammes, jamais de cups.",
+        "I always sign off with just 'Best,' please, Kind regards feels like a bank.",
         "还有，别再发表情了好吗，上次你回复里一堆表情",  # asked as a question
         "说到钱，以后涉及钱的地方都用人民币计算",
         "记得提醒我周五交房租。",
@@ -115,6 +117,7 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "我记得那天下雨了。",
         "hey, I've got a bunch of questions, figured I'd keep it in one chat.",
         "my players never read the handouts",
+        "Ha, good catch on Pierogi, the cat would never forgive us.",
         "A rule of thumb is to save a tenth of what you earn.",
         "The house rules are posted on the fridge.",
     ],

@@ -62,7 +62,9 @@ _UPDATE_CUE = re.compile(
     r"|movid[oa]|pasa de|passa de|pasó a|déplacée?s?|verschoben|spostat[oa]|aplazad[oa]"
     r"|pospuest[oa]|adiad[oa]|reportée?s?|rinviat[oa]|cancelad[oa]|annulée?s?|abgesagt|annullat[oa]"
     r"|al final|finalmente|finalement|en fait|en realidad|eigentlich|doch nicht"
-    r"|corrijo|corrección|correção|korrektur)\b",
+    r"|corrijo|corrección|correção|korrektur)\b"
+    # "Neuer Termin: Donnerstag", "nueva fecha: el 14", "nouvelle date :"
+    r"|\b(?:neuer?|neues|nuev[oa]|nouvel(?:le)?|nouveau|nuov[oa]|nov[oa]) [\w -]{1,24}\s?:",
     re.IGNORECASE,
 )
 # Words that say how or when, not what: two units sharing only these share no subject.
@@ -201,7 +203,8 @@ _OTHER_LANGUAGE_CUES = frozenset(
     passa pasó déplacé déplacée verschoben spostato spostata aplazado aplazada pospuesto
     pospuesta adiado adiada reporté reportée rinviato rinviata cancelado cancelada
     annulé annulée abgesagt annullato annullata al finalmente finalement eigentlich doch
-    corrijo corrección correção korrektur""",
+    corrijo corrección correção korrektur neu neue neuer neues nuevo nueva nouveau nouvel
+    nouvelle nuovo nuova novo nova""",
     )
 )
 # The words one of _UPDATE_CUE's alternatives needs: the pattern is searched only when

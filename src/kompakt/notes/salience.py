@@ -500,11 +500,12 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     >>> acknowledged_rule("Noted: fasting blood test on the 14th.")
     frozenset()
     """
-    head = reply.lstrip()[:_ACK_CHARS].split("\n", 1)[0]
+    head = reply.lstrip(" \n-*•>")[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
     if not _ACK.match(head) or not _ACK_STANDING.search(head):
         return frozenset()
     said = _read(_ACK.sub("", head, count=1)).content
-    return frozenset(w for w in said if len(w) > 2 and w not in _FUNCTION_WORDS)
+    parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
+    return frozenset(w for w in parts if len(w) > 2 and w not in _FUNCTION_WORDS)
 
 
 # what the English stop words leave of other languages' small words: no content to share
@@ -516,7 +517,8 @@ _FUNCTION_WORDS = _wordset(
 
 _ACK_CHARS = 240
 _ACK = re.compile(
-    r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
+    r"(?:noted|understood|got it|will do|i'll remember|i will remember|done|of course|sure"
+    r"|sure thing|okay|ok|perfect|entendido|anotado|claro|vale|perfecto|d'accord|parfait"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
     r"|capito|好的|明白|收到|知道了|记住了|了解)\b[\s,.:;!—–-]*",
     re.IGNORECASE,
@@ -526,7 +528,8 @@ _ACK_STANDING = re.compile(
     r"\b(?:always|never|every|each time|from now on|going forward|whenever|unless"
     r"|rather than|by default|in future|i'll keep|i'll stick|i won't"
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
-    r"|ab jetzt|künftig|toujours|jamais|désormais|sempre|mai)\b"
+    r"|ab jetzt|ab sofort|von nun an|künftig|toujours|jamais|désormais|dorénavant"
+    r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante)\b"
     r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用",
     re.IGNORECASE,
 )
@@ -556,7 +559,7 @@ _FROM_NOW_ON_PHRASE = re.compile(
     re.IGNORECASE,
 )
 _PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
-_PLEASE = _wordset("bitte porfa")
+_PLEASE = _wordset("bitte porfa stp svp")
 _PLEASE_PHRASE = re.compile(
     r"\bpor favor\b|\bs'il (?:te|vous) pla[iî]t\b|\bper favore\b|\bpor gentileza\b",
     re.IGNORECASE,
@@ -585,17 +588,19 @@ _EUROPEAN_WORDS = (
 def _narrated(text: str, cue: re.Match[str]) -> bool:
     """An "always"/"never" that tells what someone did or does ("I have never been so
     angry", "it's always the same"), not how the work is to be done."""
-    if cue.group().lower() not in ("always", "never"):
-        return False
+    if cue.group().lower() not in ("always", "never") or _ASKED.search(text):
+        return False  # "I always sign off with just 'Best,' please": asked, not told
     if _PAST.match(text, cue.end()) or _IDIOM.match(text, cue.end()):
         return True  # "never wrote my own", "always had"; "never too early", "always a joy"
     before = _NARRATOR.search(text, 0, cue.end())
     return before is not None and before.end() == cue.end() and not _WANTS.match(text, cue.end())
 
 
+_ASKED = re.compile(r"\b(?:please|pls)\b", re.IGNORECASE)
 _NARRATOR = re.compile(
     r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m|ll)| have| had| has"
     r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were)"
+    r"|\w+ (?:would|will|could|can|did|does|do|has|had|have)"  # "the cat would never"
     r"|(?:my|our|his|her|their) \w+)"  # "my players never read the handouts"
     r"\s+(?:never|always)$",
     re.IGNORECASE,
