@@ -118,6 +118,8 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "hey, I've got a bunch of questions, figured I'd keep it in one chat.",
         "my players never read the handouts",
         "Ha, good catch on Pierogi, the cat would never forgive us.",
+        "But the pay's better and I can stop doing the 7am kennel shift.",
+        "anyway, do you remember that awful pub quiz in second year",
         "A rule of thumb is to save a tenth of what you earn.",
         "The house rules are posted on the fridge.",
     ],
