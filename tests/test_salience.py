@@ -140,6 +140,8 @@ def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
         "I'll let you go, speak soon",  # closings
         "Take care! Talk soon.",
         "Ha, same here.",
+        "Hi Rui.",  # a greeting with the name of who is spoken to
+        "Thanks, Tom!",
     ],
 )
 def test_filler_is_recognised(text: str) -> None:

@@ -798,9 +798,25 @@ _PREFERENCE_WEIGHT = 1.5
 
 
 def _filler(t: _Text) -> bool:
-    if len(t.words) > 16 or not t.words <= _FILLER_VOCABULARY:
+    if len(t.words) > 16:
         return False
+    if not t.words <= _FILLER_VOCABULARY:
+        return _greets_by_name(t)
     return bool(_FILLER.match(t.text.strip()))
+
+
+def _greets_by_name(t: _Text) -> bool:
+    """A greeting or thanks with the name of who is spoken to ("Hi Rui.", "Thanks, Tom!"):
+    the name says who, the rest says nothing."""
+    other = t.words - _FILLER_VOCABULARY
+    if len(other) != 1 or not t.capitals:
+        return False
+    name = next(iter(other))
+    said = re.sub(rf"(?i),?\s*\b{re.escape(name)}\b", "", t.text, count=1)
+    if said == t.text or not re.search(rf"\b{re.escape(name.capitalize())}\b", t.text):
+        return False
+    rest = _read(said)
+    return bool(rest.words) and rest.words <= _FILLER_VOCABULARY and _filler(rest)
 
 
 def is_instruction(text: str) -> bool:
