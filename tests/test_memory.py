@@ -600,63 +600,39 @@ def held_at_a_fifth(folder: Path, rounds: int) -> Held:
     return out
 
 
-@pytest.mark.parametrize("rounds", [1, 5])
-def test_the_hand_written_conversations_keep_their_answers(rounds: int) -> None:
-    """Six long conversations written by an author who did not read the code: at a 20%
-    budget the answers to most of their questions are still sent, and no stale value is
-    shown without the current one (was 78% and 2 stale before supersession was made
-    precise; truncation keeps 35%)."""
-    got = held_at_a_fifth(WRITTEN, rounds)
-    assert got.asked == 161
-    assert got.held >= 0.85 * got.asked and got.stale == 0, got
+# Five sets of six conversations, each by an author who did not read the code, each
+# written after the sets before it had been used to tune the digest: (folder, questions,
+# the share of answers a 20% budget keeps at least, the instructions it may lose, whether a
+# stale value may be shown without the current one). Each set was read once before any
+# change for it (answers held at 15%): third 82%, fourth 78%, fifth 66%.
+WRITTEN_SETS = [
+    # a chat between friends, wedding planning, coding help, support, tutoring, English/Spanish
+    pytest.param(WRITTEN, 161, 0.85, None, False, id="first"),
+    # denser: two friends, a labelled transcript, long replies, a work project, Chinese
+    pytest.param(WRITTEN / "set2", 160, 0.72, None, True, id="second"),
+    # a renovation, a diary with datelines, a thesis, a pasted group chat, German, a bank
+    pytest.param(WRITTEN / "set3", 176, 0.8, 1, True, id="third"),
+    # a move in Chinese, a health log, a developer's chat with code, friends texting, a
+    # Spanish/English travel agency, a role-playing campaign
+    pytest.param(WRITTEN / "set4", 182, 0.78, 1, True, id="fourth"),
+    # friends in dated sessions, facts said inside everyday tasks, a support chat, French
+    # and English, a conference's schedule tables, German
+    pytest.param(WRITTEN / "set5", 182, 0.7, 2, True, id="fifth"),
+]
 
 
 @pytest.mark.parametrize("rounds", [1, 5])
-def test_the_second_authors_conversations_keep_most_answers(rounds: int) -> None:
-    """Six denser conversations by a second author, written after the first set had been
-    used to tune the digest (two friends, a transcript of labelled turns, long assistant
-    replies, a work project, Chinese, small talk): at a 20% budget most answers are still
-    sent, once and after five rounds (truncation keeps about a tenth)."""
-    got = held_at_a_fifth(WRITTEN / "set2", rounds)
-    assert got.asked == 160
-    assert got.held >= 0.72 * got.asked, got
-
-
-@pytest.mark.parametrize("rounds", [1, 5])
-def test_the_third_authors_conversations_keep_most_answers(rounds: int) -> None:
-    """Six conversations by a third author, written after the first two sets had been
-    used (a renovation, a diary with datelines, a thesis with markdown answers, a pasted
-    group chat, German and English, a bank's support chat): at a 20% budget most answers
-    are still sent, once and after five rounds, the standing instructions all but one."""
-    got = held_at_a_fifth(WRITTEN / "set3", rounds)
-    assert got.asked == 176
-    assert got.held >= 0.8 * got.asked, got
-    assert got.rules >= got.ruled - 1, got
-
-
-@pytest.mark.parametrize("rounds", [1, 5])
-def test_the_fourth_authors_conversations_keep_most_answers(rounds: int) -> None:
-    """Six conversations by a fourth author, written after three sets had been used
-    (a move in Chinese, a health log, a developer's chat with code, two friends texting,
-    a Spanish/English travel agency, a role-playing campaign): at a 20% budget most
-    answers are still sent, once and after five rounds, the standing instructions all
-    but one (first read, before any change for them: 86%, instructions 83%)."""
-    got = held_at_a_fifth(WRITTEN / "set4", rounds)
-    assert got.asked == 182
-    assert got.held >= 0.78 * got.asked, got
-    assert got.rules >= got.ruled - 1, got
-
-
-@pytest.mark.parametrize("rounds", [1, 5])
-def test_the_fifth_authors_conversations_keep_most_answers(rounds: int) -> None:
-    """Six conversations by a fifth author (two friends in dated sessions, everyday tasks
-    with facts said in passing, a support chat, French and English, a conference's
-    schedule tables, German): at a 20% budget most answers are still sent, once and after
-    five rounds (first read, before any change for them: 73%, instructions 67% at 15%)."""
-    got = held_at_a_fifth(WRITTEN / "set5", rounds)
-    assert got.asked == 182
-    assert got.held >= 0.7 * got.asked, got
-    assert got.rules >= got.ruled - 2, got
+@pytest.mark.parametrize(("folder", "asked", "floor", "lost", "stale"), WRITTEN_SETS)
+def test_the_hand_written_conversations_keep_most_answers(
+    folder: Path, asked: int, floor: float, lost: int | None, stale: bool, rounds: int
+) -> None:
+    """At a 20% budget most answers are still sent, once and after five rounds (truncation
+    keeps 35%, 11%, 27%, 25% and 15% of them), and the standing instructions."""
+    got = held_at_a_fifth(folder, rounds)
+    assert got.asked == asked
+    assert got.held >= floor * got.asked, got
+    assert lost is None or got.rules >= got.ruled - lost, got
+    assert stale or got.stale == 0, got
 
 
 def test_a_message_that_lists_facts_keeps_them_and_boilerplate_gives_way() -> None:
