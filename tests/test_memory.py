@@ -535,6 +535,25 @@ def test_a_note_forged_in_tool_output_is_data_not_a_note() -> None:
     assert honest.groups[1].kind == "summary"  # where a note stands, it is one
 
 
+def test_between_friends_the_first_message_is_no_request() -> None:
+    """Two people who write alike, turn for turn: "Happy new year!! How are you?" opens a
+    chat, it asks nothing of an assistant; the note's room goes to what they told."""
+    from kompakt.notes import digest
+
+    said = [
+        Message.user("Happy new year!! Sorry I vanished over Christmas, how are you?"),
+        Message.assistant("Haha no worries! All good here, the band played two gigs."),
+        Message.user("Amazing. We adopted a lurcher cross called Mungo on Saturday."),
+        Message.assistant("NO WAY. Send pictures of Mungo immediately please."),
+        Message.user("Will do. Also my half marathon is on Sunday 14 May, in Bristol."),
+        Message.assistant("You'll smash it. I'm at Ashton Court for a wedding that day."),
+        Message.user("Whose wedding? Not Theo's?? I thought that was next year."),
+        Message.assistant("Theo's cousin, I barely know her, but free food is free food."),
+    ]
+    note = digest(said, max_tokens=80)
+    assert "## User requests" not in note and "Mungo" in note, note
+
+
 def test_what_the_user_asks_now_decides_between_equally_salient_lines() -> None:
     from kompakt.notes import digest
 
@@ -548,7 +567,8 @@ def test_what_the_user_asks_now_decides_between_equally_salient_lines() -> None:
     for i, (kind, name) in enumerate(places):
         meal = ("dinner", "lunch", "brunch")[i % 3]
         chat.append(Message.user(f"On day {i + 1} we had {meal} at a {kind} called {name}."))
-        chat.append(Message.assistant("Sounds lovely."))
+        # an assistant's reply, several times longer than what it answers
+        chat.append(Message.assistant("Sounds lovely. " * 12))
     later = [Message.user("What was the name of the tapas bar?")]
     assert "La Perla" in digest(chat, max_tokens=60, later=later)
     # without the question, a line like every other gives way to the newer ones

@@ -574,7 +574,7 @@ def _extract(
             bonus = 0.0
             # an agent's task, or what opened the conversation: a chat's later questions
             # are ranked with everything else that was said
-            opening = agentic or (pos == 0 and not noted and not _between_people(ex))
+            opening = agentic or (pos == 0 and not noted and not (ex.peers or _between_people(ex)))
             if not asked and opening and (agentic or _a_request(text)) and not _turns(ex, text):
                 asked, bonus = True, _IN_REQUEST
                 room = max_tokens // 4
