@@ -573,7 +573,8 @@ def _extract(
             asked_last = text
             bonus = 0.0
             # an agent's task, or what opened the conversation: a chat's later questions
-            # are ranked with everything else that was said
+            # are ranked with everything else that was said; two people who write alike
+            # ask nothing of each other to open it ("Happy new year!! How are you?")
             opening = agentic or (pos == 0 and not noted and not (ex.peers or _between_people(ex)))
             if not asked and opening and (agentic or _a_request(text)) and not _turns(ex, text):
                 asked, bonus = True, _IN_REQUEST
