@@ -718,3 +718,29 @@ def test_no_share_stays_no_share_in_a_chat() -> None:
 
     msgs, _, _ = chat(3)
     assert ExtractiveDigest(note_share=None).share(View(MessageIndex(msgs))) is None
+
+
+def test_where_a_name_is_met_first_counts_for_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Who or what a chat names is told where it is met first ("my sister Aoife lives in
+    Galway"); later lines only mention it, and a note's own lines were met before."""
+    import sys
+
+    from kompakt.notes import digest_items
+
+    digest_module = sys.modules["kompakt.notes.digest"]  # the module, not its function
+
+    first, later = "My sister Aoife lives in Galway.", "We had lunch with Aoife in Galway."
+    said = [
+        Message.user("can you help me plan my week"),
+        Message.assistant("Of course, tell me what is coming up. " * 3),
+        Message.user(first),
+        Message.assistant("How lovely! " * 6),
+        *[m for q, a in SMALL_TALK for m in (Message.user(q), Message.assistant(a))],
+        Message.user(later),
+        Message.assistant("Ha, nice. " * 6),
+    ]
+    scores = {text: score for _, text, score in digest_items(said)}
+    monkeypatch.setattr(digest_module, "_INTRODUCES", 0.0)
+    plain = {text: score for _, text, score in digest_items(said)}
+    assert scores[first] - plain[first] == pytest.approx(0.3)
+    assert scores[later] == plain[later]

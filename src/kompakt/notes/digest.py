@@ -122,6 +122,7 @@ _RELEVANCE = 3.0  # a unit that speaks of what the user asks now: up to this muc
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _RECENCY = 0.5  # newer says more, among lines alike
 _KEPT_BEFORE = 1.0
+_INTRODUCES = 0.3
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _BOILERPLATE = 3  # a unit said word for word in this many messages is boilerplate
@@ -876,7 +877,11 @@ def _rank_units(ex: _Extraction) -> None:
     by_message: dict[tuple[int, int], list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
     scored: dict[tuple[str, str], float] = {}  # a unit said again is scored once
+    introduced: set[str] = set()  # the names said so far
     for (u, recency, bonus), text in zip(ex.units, plain, strict=True):
+        named = names_in(text) if bonus != _CONTEXT_ONLY else frozenset()
+        first = u.position >= 0 and bool(named - introduced)  # a note's lines were, before
+        introduced |= named
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
@@ -892,6 +897,8 @@ def _rank_units(ex: _Extraction) -> None:
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
             score = _UNIT_BASE + 9 * s / (s + 8) + bonus + _RECENCY * recency
+            if first:  # who or what it names is met here first: told, not mentioned
+                score += _INTRODUCES
             turn = ex.turns.get(u.order, 0)
             by_message.setdefault((u.position, turn), []).append((u, score))
             if s >= _SPECIFIC:
