@@ -71,6 +71,7 @@ from kompakt.notes.units import split_sentences
         "house rule I forgot to mention, potions are a bonus action at my table.",
         "Et stp, toujours les quantités en grammes, jamais de cups.",
         "I always sign off with just 'Best,' please, Kind regards feels like a bank.",
+        "Also, I don't like desserts that are too sweet — can we cut the sugar?",
         "还有，别再发表情了好吗，上次你回复里一堆表情",  # asked as a question
         "说到钱，以后涉及钱的地方都用人民币计算",
         "记得提醒我周五交房租。",

@@ -403,6 +403,9 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
+    if t.question and (said := _CLAUSE_BREAK.split(t.text, maxsplit=1)[0]) != t.text:
+        if _instruction(_read(said)):  # "I don't like desserts too sweet — can we ...?"
+            return True
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
@@ -415,6 +418,9 @@ def _reads_as_instruction(t: _Text) -> bool:
         return False
     text = t.text.replace("’", "'")
     return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
+
+
+_CLAUSE_BREAK = re.compile(r"\s[—–]\s|;\s|\s-\s")
 
 
 def _instruction_cued(atoms: frozenset[str]) -> bool:
