@@ -403,9 +403,9 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
-    if t.question and (said := _CLAUSE_BREAK.split(t.text, maxsplit=1)[0]) != t.text:
-        if _instruction(_read(said)):  # "I don't like desserts too sweet — can we ...?"
-            return True
+    said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
+    if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
+        return True
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
