@@ -121,7 +121,10 @@ _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
 _RELEVANCE = 3.0  # a unit that speaks of what the user asks now: up to this much more
 _MIN_SALIENCE = 1.0  # below it, a unit is not worth a line
 _RECENCY = 0.5  # newer says more, among lines alike
-_KEPT_BEFORE = 1.0
+# a note's line read back weighs what the newest line's recency does: old, not decayed
+# (more made the first rounds' lines, let in while the budget was loose, crowd out the
+# later rounds')
+_KEPT_BEFORE = 0.5
 _INTRODUCES = 0.3
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
