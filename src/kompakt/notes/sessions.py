@@ -43,6 +43,7 @@ _DIGIT = re.compile(r"\d")
 # what every date _DATE finds has, found fast: a year with its separator, a slash, a month
 _DATE_HINT = re.compile(r"\d{4}[-/.年]|\d/\d")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_HINT = re.compile("|".join(_MONTHS))  # one search, not one per month
 _STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text may follow
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
 
@@ -75,7 +76,7 @@ def session_date(text: str) -> str:
         head = stamp.group(1)
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
-    if not _DATE_HINT.search(head) and not any(m in head.lower() for m in _MONTHS):
+    if not _DATE_HINT.search(head) and not _MONTH_HINT.search(head.lower()):
         return ""
     found = _DATE.search(head)
     if found is None:
