@@ -1311,7 +1311,10 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         (i for i in ranked if id(i) not in first_ids),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    picked = _Chosen(rules, Counter(w for i in ranked for w in _words(i.text)))
+    frequency: Counter[str] = Counter()
+    for i in ranked:  # one count of a set at a time: a generator of every word is dearer
+        frequency.update(_words(i.text))
+    picked = _Chosen(rules, frequency)
     used = 0
     for item in [*firsts, *rest]:
         header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
@@ -1613,7 +1616,7 @@ def _defang(text: str) -> str:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
+    return " ".join(text.split()).lower()  # what `re.sub(r"\s+", " ", text).strip()` gives
 
 
 def _clamp(text: str, limit: int) -> str:
