@@ -218,7 +218,7 @@ _DATE_WORDS = _wordset(
     saturday sunday"""
 )
 _DIGIT = re.compile(r"\d")
-_MONEY_CHARS = frozenset("$€£¥₹元")
+_MONEY_CHARS = re.compile("[$€£¥₹元]")  # one search: a set's test reads every character
 _CURRENCY_WORDS = _wordset("usd eur gbp dollar dollars euro euros pound pounds yen bucks")
 # 2024-05-01, 5/1/24, 5月, 2024年; one leading digit, then the alternatives: a third the cost
 _NUMERIC_DATE = re.compile(r"\d(?:\d{3}-\d\d-\d\d|\d?[/.]\d{1,2}[/.]\d{2,4}|月|\d{3}年)")
@@ -238,6 +238,7 @@ _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
 _HASH = re.compile(r"\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b")
+_HEX_RUN = re.compile(r"[0-9a-f]{7}")  # what a hash holds, found fast (led by a class)
 _ID = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-?\d|\b[A-Z0-9]+-[A-Z0-9]+-[A-Z0-9]")
 _QUOTED_CODE = re.compile(r"`[^`\n]{2,60}`")
 _SNAKE = re.compile(r"[a-z]_[a-z0-9]")
@@ -547,7 +548,7 @@ def _values(t: _Text) -> float:
         return 0.0
     text, words = t.text, t.words
     kinds = 0
-    if not _MONEY_CHARS.isdisjoint(text) or not words.isdisjoint(_CURRENCY_WORDS):
+    if _MONEY_CHARS.search(text) or not words.isdisjoint(_CURRENCY_WORDS):
         kinds += 1
     # each pattern is searched only when a character it needs is there
     if not words.isdisjoint(_DATE_WORDS) or (
@@ -606,9 +607,9 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if "/" in text and _PATHLIKE.search(text):
         kinds += 1
-    if t.digits and _HASH.search(text):
+    if t.digits and _HEX_RUN.search(text) and _HASH.search(text):
         kinds += 1
-    if t.digits and _ID.search(text):
+    if t.digits and (t.capitals or "-" in text) and _ID.search(text):  # capitals, or dashes
         kinds += 1
     if _code_name(t):
         kinds += 1
