@@ -855,6 +855,10 @@ def _rank_units(ex: _Extraction) -> None:
     said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
     for u, _, _ in ex.units:
         said_in.setdefault(u.text, set()).add(u.position)
+    # boilerplate: said word for word again and again, naming nothing (read once a text)
+    boilerplate = {
+        text for text, said in said_in.items() if len(said) >= _BOILERPLATE and _unspecific(text)
+    }
     # a message's units, or a turn's where a transcript's message holds many turns
     by_message: dict[tuple[int, int], list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
@@ -863,8 +867,8 @@ def _rank_units(ex: _Extraction) -> None:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
-        if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
-            continue  # boilerplate: said word for word again and again, naming nothing
+        if u.position >= 0 and u.text in boilerplate:
+            continue
         source = _ranked_as(ex, u.source)
         s = scored.get((text, source), -1.0)
         if s < 0:  # what the user asks about now counts, whatever else the unit says
