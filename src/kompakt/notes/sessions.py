@@ -41,7 +41,12 @@ _HEADER_WORDS = re.compile(
 _MAX_HEADER = 100
 _DIGIT = re.compile(r"\d")
 # what every date _DATE finds has, found fast: a year with its separator, a slash, a month
-_DATE_HINT = re.compile(r"\d{4}[-/.年]|\d/\d")
+_DATE_HINT = re.compile(r"\d(?:\d{3}[-/.年]|/\d)")  # led by the digit: found fast
+# what a date with a month's name has besides the name: a day before it ("8 May"), or a
+# day then a year after it ("May 8th, 2023"); searched only where a month may be named
+_NAMED_DATE_HINT = re.compile(
+    rf"\d(?:st|nd|rd|th)?(?:(?:\s+of)?\s+{_MONTH}|,?\s+\d{{4}})", re.IGNORECASE
+)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_HINT = re.compile("|".join(_MONTHS))  # one search, not one per month
 _STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text may follow
@@ -76,7 +81,9 @@ def session_date(text: str) -> str:
         head = stamp.group(1)
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
-    if not _DATE_HINT.search(head) and not _MONTH_HINT.search(head.lower()):
+    if not _DATE_HINT.search(head) and not (
+        _MONTH_HINT.search(head.lower()) and _NAMED_DATE_HINT.search(head)
+    ):
         return ""
     found = _DATE.search(head)
     if found is None:
