@@ -417,6 +417,7 @@ def _negates(older: str, newer: str) -> bool:
     return pol_a != pol_b and bool(_subject_words(older) & _subject_words(newer))
 
 
+@lru_cache(maxsize=1 << 12)  # each entry is compared with every instruction added after it
 def _norm(text: str) -> str:
     return re.sub(r"[\s\W_]+", " ", text.lower()).strip()
 
