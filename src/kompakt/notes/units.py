@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import NamedTuple
 
 from kompakt.messages import Message
@@ -113,6 +114,17 @@ def split_sentences(line: str) -> list[str]:
     return joined
 
 
+@lru_cache(maxsize=1 << 12)
+def _sentences(line: str) -> tuple[str, ...]:
+    """`split_sentences`, remembered: a proxy sends the whole conversation again with every
+    request, and the messages after a span (read for updates) are read again at the next
+    compaction. Only lines up to `_CACHED_CHARS` are kept, so the memory stays small."""
+    return tuple(split_sentences(line))
+
+
+_CACHED_CHARS = 2_000
+
+
 def _instead(sentence: str) -> bool:
     """A short sentence ending in "instead": it says what replaced the one before."""
     bare = sentence.rstrip(" .!?…").lower()
@@ -170,7 +182,7 @@ def split_units(
     for line in message.text.splitlines():
         if speakers and ":" in line:
             source = speakers.get(speaker_label(line), source)
-        for s in split_sentences(line):
+        for s in _sentences(line) if len(line) <= _CACHED_CHARS else split_sentences(line):
             if len(s) < _MIN_CHARS:
                 continue
             if len(s) > _MAX_CHARS:
