@@ -192,7 +192,9 @@ _VALUE_GROUPS = frozenset({2, 3, 4, 8})
 _CAMEL_RE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # a capital after a small letter: led by the rarer
 _DIGIT_RE = re.compile(r"\d")
 _ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
-_VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
+# a value starts where a word does: without the \b, a word with no digit is tried again from
+# each of its letters (the same matches, as a word's digit-free tail never starts one)
+_VALUE_TOKEN_RE = re.compile(r"\b\w*\d[\w.:/-]*")
 _WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
 # "name.ext": led by its dot, which the engine finds fast, unlike a leading \w
 _DOTTED_NAME_RE = re.compile(r"\.(?<=\w\.)[A-Za-z]")
