@@ -39,6 +39,7 @@ digests roll: the newest note carries the old one's items forward, ranked again.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -851,7 +852,8 @@ def _rank_units(ex: _Extraction) -> None:
     if not ex.units:
         return
     # a transcript's speaker labels are ranked as no part of what is said
-    plain = [_unlabelled(u.text, ex.speakers) for u, _, _ in ex.units]
+    speakers = ex.speakers
+    plain = [_unlabelled(u.text, speakers) if speakers else u.text for u, _, _ in ex.units]
     salience = Salience.of(plain)
     asking = salience.query(ex.asking)
     said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
@@ -904,7 +906,7 @@ def _rank_units(ex: _Extraction) -> None:
     stale = {
         old: others
         for old, newer in supersessions(
-            [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept],
+            [(_unlabelled(u.text, speakers) if speakers else u.text, float(u.order)) for u, _ in kept],
             replies=replies,
         ).items()
         if (others := [n for n in newer if apart[n] != apart[old]])
@@ -1317,9 +1319,8 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         (i for i in ranked if id(i) not in first_ids),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    frequency: Counter[str] = Counter()
-    for i in ranked:  # one count of a set at a time: a generator of every word is dearer
-        frequency.update(_words(i.text))
+    # counted in one call over the chained sets: a generator of every word is dearer
+    frequency = Counter(itertools.chain.from_iterable(_words(i.text) for i in ranked))
     picked = _Chosen(rules, frequency)
     used = 0
     for item in [*firsts, *rest]:
