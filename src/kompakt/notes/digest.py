@@ -906,7 +906,10 @@ def _rank_units(ex: _Extraction) -> None:
     stale = {
         old: others
         for old, newer in supersessions(
-            [(_unlabelled(u.text, speakers) if speakers else u.text, float(u.order)) for u, _ in kept],
+            [
+                (_unlabelled(u.text, speakers) if speakers else u.text, float(u.order))
+                for u, _ in kept
+            ],
             replies=replies,
         ).items()
         if (others := [n for n in newer if apart[n] != apart[old]])

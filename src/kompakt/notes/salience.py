@@ -233,7 +233,7 @@ _QUANTITY_WORDS = _wordset(
 )
 _DOTTED = re.compile(r"\d\.\d")
 _NAMED_VERSION = re.compile(r"\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
-_VERSION_WORDS = ("version", "python", "node", "java")
+_VERSION_WORDS = re.compile("version|python|node|java")  # one search, not one per word
 _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
@@ -373,6 +373,8 @@ def _instruction_cued(atoms: frozenset[str]) -> bool:
     the pattern is dear (tens of microseconds a sentence), the test is not."""
     if not atoms.isdisjoint(_CUE_ALONE):
         return True
+    if atoms.isdisjoint(_CUE_FIRSTS):  # no pair's first word: most sentences
+        return False
     return any(not atoms.isdisjoint(a) and not atoms.isdisjoint(b) for a, b in _CUE_PAIRS)
 
 
@@ -405,6 +407,7 @@ _CUE_PAIRS = [
         ("answer answers replies responses", "should must"),
     )
 ]
+_CUE_FIRSTS = frozenset().union(*(first for first, _ in _CUE_PAIRS))
 
 
 # What the user's body or beliefs rule out, said in passing (often inside a question)
@@ -574,7 +577,7 @@ def _version(t: _Text) -> bool:
     """3.11, v2.0.1, "Python 3": each pattern searched only when it could match."""
     if "." in t.text and _DOTTED.search(t.text):
         return True
-    return any(w in t.lower for w in _VERSION_WORDS) and bool(_NAMED_VERSION.search(t.text))
+    return _VERSION_WORDS.search(t.lower) is not None and bool(_NAMED_VERSION.search(t.text))
 
 
 def _code_name(t: _Text) -> bool:
