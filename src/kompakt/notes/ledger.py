@@ -186,7 +186,7 @@ _UPDATE_GATE = frozenset(
 
 
 def _update_cue(text: str, words: frozenset[str]) -> bool:
-    if words.isdisjoint(_UPDATE_GATE) and not _CJK_UPDATE.search(text):
+    if words.isdisjoint(_UPDATE_GATE) and (text.isascii() or not _CJK_UPDATE.search(text)):
         return False
     return _UPDATE_CUE.search(text) is not None
 

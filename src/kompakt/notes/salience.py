@@ -281,7 +281,7 @@ class _Text:
 def _read(text: str) -> _Text:
     lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
-    cjk = bool(_CJK.search(text))
+    cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
     content: list[str] = []
     for w in words:
         if w in _STOP:
