@@ -27,8 +27,8 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # alternatives, the pattern was tried at every character, three times slower.)
 _SENTENCE_END = re.compile(
     r"[.!?。！？；](?:(?<=[。！？；])"  # CJK: the mark alone
-    r"|(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bMt\.)"
-    r"(?<!\bProf\.)(?<!\bSr\.)(?<!\bJr\.)(?<!\bvs\.)"  # "Mrs. Okafor" is one name
+    # "Mrs. Okafor" is one name (the titles of one length in one look behind: half the cost)
+    r"|(?<!\b(?:Mr|Ms|Dr|St|Mt|Sr|Jr|vs)\.)(?<!\bMrs\.)(?<!\bProf\.)"
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]))"
 )
 # who types in lower case ends sentences too, unless the word before is an abbreviation
