@@ -768,6 +768,8 @@ def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
 def _rules_of(units: Sequence[Unit]) -> set[int]:
     """The units of a message that state the user's standing instructions (by order)."""
     rules = {u.order for u in units if u.source == "user" and is_instruction(u.text)}
+    if not rules:  # most messages: nothing for what follows to extend
+        return rules
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
             rules.add(units[k - 1].order)
