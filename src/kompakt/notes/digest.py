@@ -674,6 +674,11 @@ def _conversation(
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
     rules = set() if _between_people(ex) else _rules_of(units)
+    # an agent's task is in the note whole: its sentences only supersede
+    only = context_only or bonus == _AGENT_TASK
+    if not rules:  # most messages: every unit is ranked, none goes to the ledger
+        ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        return []
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
@@ -695,8 +700,6 @@ def _conversation(
             )
             ex.ledger.add(said, order=pos + u.order / 1e6, shown=not context_only, rule=rule)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
-            # an agent's task is in the note whole: its sentences only supersede
-            only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
     return ruled
 
