@@ -19,6 +19,7 @@ header once and dates the facts it keeps from that session instead.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["session_date", "without_header"]
 
@@ -72,6 +73,14 @@ def session_date(text: str) -> str:
     >>> session_date("Jan 7. Short one. Back at work today.")
     'Jan 7'
     """
+    # remembered for messages up to a size: a proxy sends them all again every request
+    return _remembered(text) if len(text) <= _REMEMBERED_CHARS else _session_date(text)
+
+
+_REMEMBERED_CHARS = 2_000
+
+
+def _session_date(text: str) -> str:
     if _DIGIT.search(text, 0, _MAX_HEADER + 20) is None:
         return ""  # every date has a digit: most messages are out at this test
     if (line := _dateline(text)) is not None and line.end() < len(text):
@@ -92,6 +101,9 @@ def session_date(text: str) -> str:
     if len(rest.split()) > _OTHER_WORDS:
         return ""
     return found.group().strip(" ,")
+
+
+_remembered = lru_cache(maxsize=1 << 12)(_session_date)
 
 
 def without_header(line: str) -> str:
