@@ -554,9 +554,7 @@ def _values(t: _Text) -> float:
     if _MONEY_CHARS.search(text) or not words.isdisjoint(_CURRENCY_WORDS):
         kinds += 1
     # each pattern is searched only when a character it needs is there
-    if not words.isdisjoint(_DATE_WORDS) or (
-        _date_chars(text) and _NUMERIC_DATE.search(text)
-    ):
+    if not words.isdisjoint(_DATE_WORDS) or (_date_chars(text) and _NUMERIC_DATE.search(text)):
         kinds += 1
     if t.digits:
         if not words.isdisjoint(_DURATION_WORDS) or _CLOCK.search(text):

@@ -118,7 +118,7 @@ def split_sentences(line: str) -> list[str]:
 def _sentences(line: str) -> tuple[str, ...]:
     """`split_sentences`, remembered: a proxy sends the whole conversation again with every
     request, and the messages after a span (read for updates) are read again at the next
-    compaction. Only lines up to `_CACHED_CHARS` are kept, so the memory stays small."""
+    compaction. Only lines up to `_CACHED_CHARS` are kept (4,096 of them at most, a few MB)."""
     return tuple(split_sentences(line))
 
 
