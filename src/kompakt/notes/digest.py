@@ -39,6 +39,7 @@ digests roll: the newest note carries the old one's items forward, ranked again.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -197,7 +198,9 @@ _VALUE_GROUPS = frozenset({2, 3, 4, 8})
 _CAMEL_RE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # a capital after a small letter: led by the rarer
 _DIGIT_RE = re.compile(r"\d")
 _ACTION_RE = re.compile(r"```[\w-]*\n(.*?)```|<command>\n?(.*?)</command>", re.DOTALL)
-_VALUE_TOKEN_RE = re.compile(r"\w*\d[\w.:/-]*")
+# a value starts where a word does: without the \b, a word with no digit is tried again from
+# each of its letters (the same matches, as a word's digit-free tail never starts one)
+_VALUE_TOKEN_RE = re.compile(r"\b\w*\d[\w.:/-]*")
 _WORD_TOKEN_RE = re.compile(r"[a-z_]\w+")
 # "name.ext": led by its dot, which the engine finds fast, unlike a leading \w
 _DOTTED_NAME_RE = re.compile(r"\.(?<=\w\.)[A-Za-z]")
@@ -685,6 +688,11 @@ def _conversation(
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
     rules = set() if _between_people(ex) else _rules_of(units, acked)
+    # an agent's task is in the note whole: its sentences only supersede
+    only = context_only or bonus == _AGENT_TASK
+    if not rules:  # most messages: every unit is ranked, none goes to the ledger
+        ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        return []
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
         # the limits a short message that sets a rule states belong to it ("stop suggesting
@@ -706,8 +714,6 @@ def _conversation(
             )
             ex.ledger.add(said, order=pos + u.order / 1e6, shown=not context_only, rule=rule)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
-            # an agent's task is in the note whole: its sentences only supersede
-            only = context_only or bonus == _AGENT_TASK
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
     return ruled
 
@@ -786,6 +792,8 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         if u.source == "user"
         and (is_instruction(u.text) or len(acked.intersection(content_words(u.text))) >= 2)
     }
+    if not rules:  # most messages: nothing for what follows to extend
+        return rules
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
         if k and u.order in rules and _BACK_REFERENCE.search(u.text):
             rules.add(units[k - 1].order)
@@ -870,12 +878,17 @@ def _rank_units(ex: _Extraction) -> None:
     if not ex.units:
         return
     # a transcript's speaker labels are ranked as no part of what is said
-    plain = [_unlabelled(u.text, ex.speakers) for u, _, _ in ex.units]
+    speakers = ex.speakers
+    plain = [_unlabelled(u.text, speakers) if speakers else u.text for u, _, _ in ex.units]
     salience = Salience.of(plain)
     asking = salience.query(ex.asking)
     said_in: dict[str, set[int]] = {}  # which messages say each unit word for word
     for u, _, _ in ex.units:
         said_in.setdefault(u.text, set()).add(u.position)
+    # boilerplate: said word for word again and again, naming nothing (read once a text)
+    boilerplate = {
+        text for text, said in said_in.items() if len(said) >= _BOILERPLATE and _unspecific(text)
+    }
     # a message's units, or a turn's where a transcript's message holds many turns
     by_message: dict[tuple[int, int], list[tuple[Unit, float]]] = {}
     specific: set[int] = set()  # units salient enough that no cap leaves them out
@@ -888,8 +901,8 @@ def _rank_units(ex: _Extraction) -> None:
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
-        if len(said_in[u.text]) >= _BOILERPLATE and u.position >= 0 and _unspecific(u.text):
-            continue  # boilerplate: said word for word again and again, naming nothing
+        if u.position >= 0 and u.text in boilerplate:
+            continue
         source = _ranked_as(ex, u.source)
         s = scored.get((text, source), -1.0)
         if s < 0:  # what the user asks about now counts, whatever else the unit says
@@ -925,7 +938,10 @@ def _rank_units(ex: _Extraction) -> None:
     stale = {
         old: others
         for old, newer in supersessions(
-            [(_unlabelled(u.text, ex.speakers), float(u.order)) for u, _ in kept],
+            [
+                (_unlabelled(u.text, speakers) if speakers else u.text, float(u.order))
+                for u, _ in kept
+            ],
             replies=replies,
         ).items()
         if (others := [n for n in newer if apart[n] != apart[old]])
@@ -1352,7 +1368,9 @@ def _render_within(items: list[_Item], ledger: Ledger, max_tokens: int, tok: Tok
         (i for i in ranked if id(i) not in first_ids),
         key=lambda i: (-i.score / (1 + costs[id(i)] / 80), -i.order, i.text),
     )
-    picked = _Chosen(rules, Counter(w for i in ranked for w in _words(i.text)))
+    # counted in one call over the chained sets: a generator of every word is dearer
+    frequency = Counter(itertools.chain.from_iterable(_words(i.text) for i in ranked))
+    picked = _Chosen(rules, frequency)
     used = 0
     for item in [*firsts, *rest]:
         header = 0 if item.section in picked.sections else _section_cost(item.section, [], tok)
@@ -1661,7 +1679,7 @@ def _defang(text: str) -> str:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
+    return " ".join(text.split()).lower()  # what `re.sub(r"\s+", " ", text).strip()` gives
 
 
 def _clamp(text: str, limit: int) -> str:

@@ -226,7 +226,7 @@ _GENERIC |= _OTHER_LANGUAGE_CUES
 
 
 def _update_cue(text: str, words: frozenset[str]) -> bool:
-    if words.isdisjoint(_UPDATE_GATE) and not _CJK_UPDATE.search(text):
+    if words.isdisjoint(_UPDATE_GATE) and (text.isascii() or not _CJK_UPDATE.search(text)):
         return False
     return _UPDATE_CUE.search(text) is not None
 
@@ -506,6 +506,7 @@ def _negates(older: str, newer: str) -> bool:
     return pol_a != pol_b and bool(_subject_words(older) & _subject_words(newer))
 
 
+@lru_cache(maxsize=1 << 12)  # each entry is compared with every instruction added after it
 def _norm(text: str) -> str:
     return re.sub(r"[\s\W_]+", " ", text.lower()).strip()
 

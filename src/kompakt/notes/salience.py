@@ -245,7 +245,7 @@ _DATE_WORDS = _wordset(
     fevereiro março maio junho julho setembro outubro novembro dezembro"""
 )
 _DIGIT = re.compile(r"\d")
-_MONEY_CHARS = frozenset("$€£¥₹元")
+_MONEY_CHARS = re.compile("[$€£¥₹元]")  # one search: a set's test reads every character
 _CURRENCY_WORDS = _wordset("usd eur gbp dollar dollars euro euros pound pounds yen bucks")
 # 2024-05-01, 5/1/24, 5月, 2024年; one leading digit, then the alternatives: a third the cost
 _NUMERIC_DATE = re.compile(r"\d(?:\d{3}-\d\d-\d\d|\d?[/.]\d{1,2}[/.]\d{2,4}|月|\d{3}年)")
@@ -260,11 +260,12 @@ _QUANTITY_WORDS = _wordset(
 )
 _DOTTED = re.compile(r"\d\.\d")
 _NAMED_VERSION = re.compile(r"\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
-_VERSION_WORDS = ("version", "python", "node", "java")
+_VERSION_WORDS = re.compile("version|python|node|java")  # one search, not one per word
 _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
 _HASH = re.compile(r"\b(?=[a-f]*\d)(?=\d*[a-f])[0-9a-f]{7,40}\b")
+_HEX_RUN = re.compile(r"[0-9a-f]{7}")  # what a hash holds, found fast (led by a class)
 _ID = re.compile(r"\b[A-Z]{2,}[A-Z0-9]*-?\d|\b[A-Z0-9]+-[A-Z0-9]+-[A-Z0-9]")
 _QUOTED_CODE = re.compile(r"`[^`\n]{2,60}`")
 _SNAKE = re.compile(r"[a-z]_[a-z0-9]")
@@ -330,7 +331,7 @@ _QUESTION_EN = re.compile(
 def _read(text: str) -> _Text:
     lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
-    cjk = bool(_CJK.search(text))
+    cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
     content: list[str] = []
     for w in words:
         if w in _STOP:
@@ -428,6 +429,8 @@ def _instruction_cued(atoms: frozenset[str]) -> bool:
     the pattern is dear (tens of microseconds a sentence), the test is not."""
     if not atoms.isdisjoint(_CUE_ALONE):
         return True
+    if atoms.isdisjoint(_CUE_FIRSTS):  # no pair's first word: most sentences
+        return False
     return any(not atoms.isdisjoint(a) and not atoms.isdisjoint(b) for a, b in _CUE_PAIRS)
 
 
@@ -460,6 +463,7 @@ _CUE_PAIRS = [
         ("answer answers replies responses", "should must"),
     )
 ]
+_CUE_FIRSTS = frozenset().union(*(first for first, _ in _CUE_PAIRS))
 
 
 # What the user's body or beliefs rule out, said in passing (often inside a question)
@@ -656,12 +660,10 @@ def _values(t: _Text) -> float:
         return 0.0
     text, words = t.text, t.words
     kinds = 0
-    if not _MONEY_CHARS.isdisjoint(text) or not words.isdisjoint(_CURRENCY_WORDS):
+    if _MONEY_CHARS.search(text) or not words.isdisjoint(_CURRENCY_WORDS):
         kinds += 1
     # each pattern is searched only when a character it needs is there
-    if not words.isdisjoint(_DATE_WORDS) or (
-        not _DATE_CHARS.isdisjoint(text) and _NUMERIC_DATE.search(text)
-    ):
+    if not words.isdisjoint(_DATE_WORDS) or (_date_chars(text) and _NUMERIC_DATE.search(text)):
         kinds += 1
     if t.digits:
         if not words.isdisjoint(_DURATION_WORDS) or _CLOCK.search(text):
@@ -675,17 +677,22 @@ def _values(t: _Text) -> float:
     return float(kinds)
 
 
-_DATE_CHARS = frozenset("-/.月年")
 _QUANTITY_ZH = re.compile(
     r"[\d零一二三四五六七八九十百千万两几]+\s?(?:岁|楼|层|套|只|块|元|万|斤|公斤|平米|平|公里|次|号|周|个月)"
 )
+
+
+def _date_chars(text: str) -> bool:
+    """Whether `text` may hold a character a numeric date needs (- / . 月 年): three
+    searches in C, where a set's test reads every character in Python's loop."""
+    return "." in text or "-" in text or "/" in text or not text.isascii()
 
 
 def _version(t: _Text) -> bool:
     """3.11, v2.0.1, "Python 3": each pattern searched only when it could match."""
     if "." in t.text and _DOTTED.search(t.text):
         return True
-    return any(w in t.lower for w in _VERSION_WORDS) and bool(_NAMED_VERSION.search(t.text))
+    return _VERSION_WORDS.search(t.lower) is not None and bool(_NAMED_VERSION.search(t.text))
 
 
 def _code_name(t: _Text) -> bool:
@@ -718,9 +725,9 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if "/" in text and _PATHLIKE.search(text):
         kinds += 1
-    if t.digits and _HASH.search(text):
+    if t.digits and _HEX_RUN.search(text) and _HASH.search(text):
         kinds += 1
-    if t.digits and _ID.search(text):
+    if t.digits and (t.capitals or "-" in text) and _ID.search(text):  # capitals, or dashes
         kinds += 1
     if _code_name(t):
         kinds += 1

@@ -19,6 +19,7 @@ header once and dates the facts it keeps from that session instead.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["session_date", "without_header"]
 
@@ -41,8 +42,14 @@ _HEADER_WORDS = re.compile(
 _MAX_HEADER = 100
 _DIGIT = re.compile(r"\d")
 # what every date _DATE finds has, found fast: a year with its separator, a slash, a month
-_DATE_HINT = re.compile(r"\d{4}[-/.年]|\d/\d")
+_DATE_HINT = re.compile(r"\d(?:\d{3}[-/.年]|/\d)")  # led by the digit: found fast
+# what a date with a month's name has besides the name: a day before it ("8 May"), or a
+# day then a year after it ("May 8th, 2023"); searched only where a month may be named
+_NAMED_DATE_HINT = re.compile(
+    rf"\d(?:st|nd|rd|th)?(?:(?:\s+of)?\s+{_MONTH}|,?\s+\d{{4}})", re.IGNORECASE
+)
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_HINT = re.compile("|".join(_MONTHS))  # one search, not one per month
 _STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text may follow
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
 
@@ -66,6 +73,14 @@ def session_date(text: str) -> str:
     >>> session_date("Jan 7. Short one. Back at work today.")
     'Jan 7'
     """
+    # remembered for messages up to a size: a proxy sends them all again every request
+    return _remembered(text) if len(text) <= _REMEMBERED_CHARS else _session_date(text)
+
+
+_REMEMBERED_CHARS = 2_000
+
+
+def _session_date(text: str) -> str:
     if _DIGIT.search(text, 0, _MAX_HEADER + 20) is None:
         return ""  # every date has a digit: most messages are out at this test
     if (line := _dateline(text)) is not None and line.end() < len(text):
@@ -75,7 +90,9 @@ def session_date(text: str) -> str:
         head = stamp.group(1)
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
-    if not _DATE_HINT.search(head) and not any(m in head.lower() for m in _MONTHS):
+    if not _DATE_HINT.search(head) and not (
+        _MONTH_HINT.search(head.lower()) and _NAMED_DATE_HINT.search(head)
+    ):
         return ""
     found = _DATE.search(head)
     if found is None:
@@ -84,6 +101,9 @@ def session_date(text: str) -> str:
     if len(rest.split()) > _OTHER_WORDS:
         return ""
     return found.group().strip(" ,")
+
+
+_remembered = lru_cache(maxsize=1 << 12)(_session_date)
 
 
 def without_header(line: str) -> str:
