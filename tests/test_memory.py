@@ -268,6 +268,9 @@ def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, 
     # a fact acknowledged is no rule, nor a change made
     said[3] = Message.assistant("Noted: fasting blood test on the 14th.")
     assert standing_instructions(said) == []
+    said[2] = Message.user("should I warm up before running? my knees hurt")
+    said[3] = Message.assistant("Sure. Always warm up before running, and never stretch cold.")
+    assert standing_instructions(said) == []  # an answer that opens with "Sure." is advice
     said[2] = Message.user("we're switching packaging to Boxwell Packaging, 3 weeks lead time")
     said[3] = Message.assistant("Understood, packaging is now Boxwell Packaging instead of Carto.")
     assert standing_instructions(said) == []

@@ -126,7 +126,7 @@ _RECENCY = 0.5  # newer says more, among lines alike
 # (more made the first rounds' lines, let in while the budget was loose, crowd out the
 # later rounds')
 _KEPT_BEFORE = 0.5
-_INTRODUCES = 0.3
+_INTRODUCES = 0.3  # where a name is met first: told there, only mentioned after
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _BOILERPLATE = 3  # a unit said word for word in this many messages is boilerplate
@@ -539,7 +539,7 @@ def _extract(
     asked_last = ""  # the user's last message: what a reply may only say again
     agentic = ex.agentic = _agent_run(messages)
     chat = [*messages, *later]  # a reply may acknowledge the rule the message before set
-    ex.speakers = {} if agentic else transcript_speakers([*messages, *later])
+    ex.speakers = {} if agentic else transcript_speakers(chat)
     ex.peers = not agentic and _peers(messages, ex.speakers)
     for pos, m in enumerate(messages):
         recency = pos / n
@@ -1261,7 +1261,8 @@ def _previous_note(ex: _Extraction, text: str, max_tokens: int, tok: Tokenizer) 
             body = line[2:]
             if (dated := _DATED_RE.match(body)) and session_date(dated.group(1)):
                 when, body = dated.group(1), body[dated.end() :]
-            by = "note" if ex.agentic else "user"  # in a chat, what no label gives to the assistant
+            # in a chat, a line not labelled the assistant's is the user's
+            by = "note" if ex.agentic else "user"
             if body.startswith(_BY_ASSISTANT):
                 by, body = "assistant", body[len(_BY_ASSISTANT) :]
             unit = Unit(body, by, -1, int(-1_000_000 + k))

@@ -387,7 +387,7 @@ def _same_subject(
     if need < _NEVER:  # "we're at 95 guests now" after "about 120 guests"
         return shared >= min(need, len(b.subject))
     if b.stateful and a.cjk and not rare.isdisjoint(a.subject & b.subject):
-        return True  # "蜜月…改成新西兰了" after "蜜月想去冰岛": a word said nowhere else
+        return True  # "蜜月…改成新西兰了" after "蜜月想去冰岛": a pair said almost nowhere else
     # a change said in passing ("it's now basically a donation") shares a word with many
     # a statement: it names the older one's subject when it shares a fair part of it
     if shared < _CHANGED_SHARE * len(a.subject):
@@ -429,8 +429,7 @@ def _superseded(
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
         return True
-    # near the same statement with another value; one that only says less ("| Kenji |
-    # Sela Moonreed | rogue |" after "Kenji plays Sela Moonreed, halfling rogue") repeats it
+    # near the same statement, with another value
     return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
 
 

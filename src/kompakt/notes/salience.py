@@ -512,9 +512,13 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     frozenset()
     """
     head = reply.lstrip(" \n-*•>")[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
-    if not _ACK.match(head) or not _ACK_STANDING.search(head):
+    if _ACK.match(head):
+        standing = _ACK_STANDING.search(head)
+    else:  # "Sure. Always warm up first." answers; "Sure, from now on ..." acknowledges
+        standing = _ANSWER_OPENER.match(head) and _FROM_NOW.search(head)
+    if not standing:
         return frozenset()
-    said = _read(_ACK.sub("", head, count=1)).content
+    said = _read(_ANSWER_OPENER.sub("", _ACK.sub("", head, count=1), count=1)).content
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
     return frozenset(w for w in parts if len(w) > 2 and w not in _FUNCTION_WORDS)
 
@@ -528,10 +532,21 @@ _FUNCTION_WORDS = _wordset(
 
 _ACK_CHARS = 240
 _ACK = re.compile(
-    r"(?:noted|understood|got it|will do|i'll remember|i will remember|done|of course|sure"
-    r"|sure thing|okay|ok|perfect|entendido|anotado|claro|vale|perfecto|d'accord|parfait"
+    r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
     r"|capito|好的|明白|收到|知道了|记住了|了解)\b[\s,.:;!—–-]*",
+    re.IGNORECASE,
+)
+# what opens an answer as often as an acknowledgement: only "from now on" makes it one
+_ANSWER_OPENER = re.compile(
+    r"(?:done|of course|sure thing|sure|okay|ok|perfect|claro|vale|perfecto|d'accord"
+    r"|parfait|klar)\b[\s,.:;!—–-]*",
+    re.IGNORECASE,
+)
+_FROM_NOW = re.compile(
+    r"\b(?:from now on|going forward|from here on|each time|every time|a partir de ahora"
+    r"|de ahora en adelante|à partir de maintenant|désormais|dorénavant|ab jetzt|ab sofort"
+    r"|von nun an|d'ora in poi|de agora em diante)\b|以后",
     re.IGNORECASE,
 )
 _ACK_STANDING = re.compile(
