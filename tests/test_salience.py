@@ -238,6 +238,17 @@ def test_a_day_changed_in_another_language_outdates_the_older() -> None:
     assert value_signal("Der Stand ist jetzt freitags da.") == 1.0
 
 
+def test_a_total_said_again_with_new_figures_outdates_the_older() -> None:
+    """A reply's table says a total again with new figures, the currency after the number
+    as Europe writes it; a line that shares only "inc VAT" with it is no such total."""
+    row = "| Gesamtpreis Corolla | 19.380 € (inkl. 390 € Überführung) |"
+    new = "| **Gesamtpreis inkl. Überführung** | **18.840 €** |"
+    assert supersessions([(row, 1.0), (new, 2.0)], replies={1}) == {0: [1]}
+    quote = "Halvorsen's quote: £38,400 inc VAT for kitchen, bathroom, strip-out and plastering."
+    window = "Also the kitchen window from Sashworks is £1,950 inc VAT."
+    assert supersessions([(quote, 1.0), (window, 2.0)]) == {}
+
+
 def test_a_chinese_change_names_its_new_value() -> None:
     """ "改成新西兰了" names the new value; "蜜月" (honeymoon), said nowhere else, is the
     subject though the older statement says much besides."""

@@ -321,11 +321,13 @@ def _amounts(text: str) -> frozenset[tuple[str, str]]:
     if _DIGIT.search(text) is None:
         return frozenset()
     counted = [(unit.lower(), n) for n, unit in _COUNTED.findall(text)]
-    return frozenset([c for c in counted if not date_word(c[0])] + _PRICED.findall(text))
+    priced = _PRICED.findall(text) + [(c, n) for n, c in _PRICED_AFTER.findall(text)]
+    return frozenset([c for c in counted if not date_word(c[0])] + priced)
 
 
 _COUNTED = re.compile(r"(?<![\w.,:$€£¥-])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
 _PRICED = re.compile(r"([$€£¥])\s?(\d(?:[\d,.]*\d)?)")
+_PRICED_AFTER = re.compile(r"(\d(?:[\d,.]*\d)?)\s?([$€£¥])")  # "19.380 €", as Europe writes it
 
 
 def _recounted(a: _Statement, b: _Statement) -> int:
@@ -428,6 +430,10 @@ def _superseded(
     if not a.stateful or not _same_subject(a, b, firm=firm, rare=rare):
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
+        return True
+    # a total said again with new figures: most words of each are the other's
+    shared = len(a.subject & b.subject)
+    if shared >= 0.6 * max(len(a.subject), len(b.subject)) and _recounted(a, b) < _NEVER:
         return True
     # near the same statement, with another value
     return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
