@@ -894,10 +894,14 @@ def _rank_units(ex: _Extraction) -> None:
     specific: set[int] = set()  # units salient enough that no cap leaves them out
     scored: dict[tuple[str, str], float] = {}  # a unit said again is scored once
     introduced: set[str] = set()  # the names said so far
+    named_in: dict[str, frozenset[str]] = {}  # the names of each text, read once a text
     for (u, recency, bonus), text in zip(ex.units, plain, strict=True):
-        named = names_in(text) if bonus != _CONTEXT_ONLY else frozenset()
-        first = u.position >= 0 and bool(named - introduced)  # a note's lines were, before
-        introduced |= named
+        named = named_in.get(text) if bonus != _CONTEXT_ONLY else frozenset()
+        if named is None:
+            named = named_in[text] = names_in(text)
+        first = u.position >= 0 and not named <= introduced  # a note's lines were, before
+        if named:
+            introduced |= named
         if bonus == _CONTEXT_ONLY:
             by_message.setdefault((u.position, 0), []).append((u, _CONTEXT_ONLY))
             continue
