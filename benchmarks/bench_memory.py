@@ -10,7 +10,8 @@ long, generic answers in between. Each conversation is compacted with no model a
 and compacts the result again). Printed per method and budget: the share of standing
 instructions and of current facts still in what would be sent, stale values shown as
 current (an old value with no mention of the new one after it), tokens sent, and the
-digest's time on a cold 3k-message span.
+digest's time on a 3k-message span: cold (every message new) and warm (the same span read
+again, as a proxy does when the whole conversation is sent on every request).
 
 Then the same methods on six long conversations written by hand for this benchmark, by
 an author who did not read kompakt's code (``benchmarks/data/conversations``: a
