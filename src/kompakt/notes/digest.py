@@ -790,7 +790,10 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         u.order
         for u in units
         if u.source == "user"
-        and (is_instruction(u.text) or len(acked.intersection(content_words(u.text))) >= 2)
+        and (
+            is_instruction(u.text)
+            or (bool(acked) and len(acked.intersection(content_words(u.text))) >= 2)
+        )
     }
     if not rules:  # most messages: nothing for what follows to extend
         return rules
