@@ -7,11 +7,13 @@ import pytest
 from kompakt.notes import Ledger, Salience, is_filler, is_instruction, superseded
 from kompakt.notes.ledger import drop_superseded, supersessions, surviving_clauses
 from kompakt.notes.salience import (
+    acknowledged_rule,
     change_signal,
     constraint_signal,
     content_words,
     entity_signal,
     is_question,
+    names_in,
     self_fact_signal,
     value_signal,
 )
@@ -404,6 +406,7 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
         "kompakt.notes.sessions",
         "kompakt.notes.speakers",
         "kompakt.notes.units",
+        "kompakt.notes.vocabulary",
     }, loaded
 
 
@@ -500,3 +503,104 @@ def test_chinese_names_counts_and_tastes_are_signals() -> None:
     assert value_signal("今天好累") == 0.0
     s = Salience.of(["朝南的最好", "今天好累", "今天好热"])
     assert s.score("朝南的最好", "user") > s.score("今天好累", "user")
+
+
+# -- small talk, guesses and leaving; names after a title; chats' spelling; Japanese ------
+
+
+def test_small_talk_in_everyday_words_scores_below_a_specific_fact() -> None:
+    """Rarity within the chat cannot tell them apart (each word is said once here); the
+    words of everyday English can: the first names nothing in particular."""
+    said = [
+        "I have been watching a lot of old movies this week.",
+        "The pumpkin weighed 212 kilos.",
+        "My tortoise Sheldon is thirty-one.",
+    ]
+    s = Salience.of(said)
+    small_talk, pumpkin, tortoise = (s.score(t, "user") for t in said)
+    assert small_talk < 0.6 * min(pumpkin, tortoise)
+
+
+def test_a_preference_in_everyday_words_is_no_small_talk() -> None:
+    said = ["I hate surprise parties.", "I have been watching a lot of old movies this week."]
+    s = Salience.of(said)
+    assert s.score(said[0], "user") > 1.5 * s.score(said[1], "user")
+
+
+def test_must_that_guesses_is_no_constraint() -> None:
+    assert constraint_signal("Biscuit must be thrilled.") == 0.0
+    assert constraint_signal("That must have been scary.") == 0.0
+    assert constraint_signal("You must be so tired!") == 0.0
+    assert constraint_signal("The report must be under two pages.") == 1.0
+    assert constraint_signal("Guests must be seated by 7pm.") == 1.0
+
+
+def test_leaving_the_chat_says_little_going_somewhere_says_much() -> None:
+    said = ["Anyway, gotta go pick up Lila from a playdate.", "I have to go to Berlin on May 3."]
+    s = Salience.of([*said, "Lila loved the zoo."])
+    leaving, trip = (s.score(t, "user") for t in said)
+    assert leaving < 0.5 * trip
+
+
+def test_a_name_after_a_title_is_a_name() -> None:
+    assert names_in("Her teacher is a patient woman, Mrs. Okafor, who deserves a medal.") == {
+        "okafor"
+    }
+    assert names_in("I saw Dr. Halvorsen about the cough.") == {"halvorsen"}
+
+
+def test_a_chats_spelling_of_small_words_names_no_subject() -> None:
+    """'u' is shared by most of what a person who types so says: a rule about emojis is
+    not replaced by a later rule about checklists for it."""
+    ledger = Ledger()
+    ledger.add("first thing pls no emojis in anything u write for me, i find them cringe", order=1)
+    ledger.add("also can u always put a tiny checklist at the bottom, i get lost", order=2)
+    assert len(ledger.entries()) == 2
+
+
+def test_always_has_been_is_told_not_asked() -> None:
+    assert not is_instruction("she loves italian, her fav is zizzi, always has been")
+
+
+def test_an_answer_that_says_from_now_on_acknowledges_a_rule() -> None:
+    ack = acknowledged_rule("Yes, one question at a time from now on. I will wait for you.")
+    assert {"question", "time"} <= ack
+    assert acknowledged_rule("Yes, the exam is on Thursday 21 March.") == frozenset()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "これからの回答はいつも最後に一行でまとめを入れてください。",
+        "それと、金額は必ず円で書いてください。",
+        "絵文字は使わないでください。",
+    ],
+)
+def test_japanese_standing_instructions(text: str) -> None:
+    assert is_instruction(text)
+
+
+def test_japanese_one_off_request_is_no_rule() -> None:
+    assert not is_instruction("この書類を明日までに確認してください。")
+
+
+def test_a_japanese_acknowledgement_names_the_rule() -> None:
+    ack = acknowledged_rule("承知しました。これからは、回答の最後に必ず一行のまとめを入れます。")
+    assert {"一行", "最後"} <= ack
+    assert acknowledged_rule("承知しました。明日の十時に確認します。") == frozenset()
+
+
+def test_the_shipped_common_words_are_the_tokenizers() -> None:
+    """`common_words.txt` is what `scripts/common_words.py` derives from the offline
+    cl100k vocabulary: regenerating it gives the same list."""
+    import importlib.util
+    from importlib.resources import files
+    from pathlib import Path
+
+    script = Path(__file__).parent.parent / "scripts" / "common_words.py"
+    spec = importlib.util.spec_from_file_location("common_words", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = files("kompakt.notes").joinpath("common_words.txt").read_text(encoding="utf-8")
+    assert shipped.split() == module.common_words()

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kompakt.notes.vocabulary import everyday
+
 __all__ = [
     "Salience",
     "acknowledged_rule",
@@ -104,6 +106,9 @@ _INSTRUCTION_ZH = re.compile(
     r"(?:以后|从现在起|从现在开始|今后)[^，。！？,.!?]{0,10}?(?:请|都|别|不要|用|叫|给我|记得|要|一律|只)"
     r"|不要|别再|请勿|务必|必须|(?<![我你他她还不])记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你"
     r"|我不喜欢|我讨厌|请用|请不要|叫我|别给我|别跟我|别推荐|不要给我"
+    # Japanese: "from now on / every time / always ... please", "please don't ..."
+    r"|(?:これから|今後|毎回|いつも|常に|必ず)[^。！？!?]{0,40}?(?:てください|でください|て下さい"
+    r"|てほしい|でほしい|お願いします|お願い|ようにして|にして)|ないでください|ないで下さい"
 )
 # a question said without its mark, as chats do: "怎么整理衣柜比较好", "你觉得呢"
 _QUESTION_ZH = re.compile(
@@ -152,7 +157,11 @@ _CHANGE_PHRASE_GATE = _wordset(
 _CHANGE_ZH = re.compile(r"决定|改成|改为|换成|换到|搬到|现在|不再|取消|推迟|更新|下一步")
 # A capitalized word that does not start the sentence: a name, a place, a product.
 # (led by the capital, not the look behind it: the engine skips to capitals fast)
-_NAME = re.compile(r"[A-Z](?<=[\w,;:)] [A-Z])(?:[\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]+\b)")
+# a capitalised word past a sentence's start: after a word, a comma or a title ("Mrs. Okafor")
+_NAME = re.compile(
+    r"[A-Z](?:(?<=[\w,;:)] [A-Z])|(?<=\b(?:Mr|Ms|Dr|St)\. [A-Z])|(?<=\b(?:Mrs|Rev)\. [A-Z])"
+    r"|(?<=\bProf\. [A-Z]))(?:[\w'’&.-]*[a-z0-9][\w'’&.-]*|[A-Z]+\b)"
+)
 _NOT_NAMES = _wordset(
     "I I'm I've I'll I'd OK Ok AI Mr Mrs Ms Dr The This That These Those It My Your Our"
 )
@@ -201,8 +210,9 @@ _GENERIC_OPENERS = re.compile(
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\d.,:/-]*\w*", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_STOP = _wordset(
-    """a about above after again against all also am an and any are as at be because been
+_STOP = (
+    _wordset(
+        """a about above after again against all also am an and any are as at be because been
     before being below between both but by can could did do does doing down during each few
     for from further had has have having he her here hers herself him himself his how i if in
     into is it its itself just me more most my myself no nor not now of off on once only or
@@ -214,10 +224,16 @@ _STOP = _wordset(
     he's she's he'd she'd they're they've they'd they'll it'll what's who's here's haven't
     hasn't hadn't couldn't wouldn't shouldn't get got like also one two really much many
     well even still may might must shall us okay ok yes yeah sure thanks thank please"""
-) | _wordset(  # the small words of Spanish, Portuguese, French, German and Italian
-    """de del el la las los y que en un una unos unas al lo se su sus por para con le les
+    )
+    | _wordset(  # the same small words as chats spell them
+        """u ur im ive dont cant didnt doesnt isnt wasnt thats whats theres pls plz thx ya tho
+    bc cuz coz lol btw rn tbh idk omg gonna wanna gotta kinda sorta"""
+    )
+    | _wordset(  # the small words of Spanish, Portuguese, French, German and Italian
+        """de del el la las los y que en un una unos unas al lo se su sus por para con le les
     et du des aux est une der das und den dem ein eine einer zu im mit della di che gli
     dos das em um uma os ao pela pelo"""
+    )
 )
 # Cheap gates: a pattern is searched only when a word it needs is there.
 _INSTRUCTION_GATE = _wordset(
@@ -474,7 +490,10 @@ _PERSONAL = re.compile(
     r"|\bi (?:can't|can’t|cannot|don't|don’t|do not) (?:eat|drink) \w+",
     re.IGNORECASE,
 )
-_PERSONAL_ZH = re.compile(r"我(?:最|很|比较)?(?:喜欢|讨厌|不吃|不喝)|我(?:对\w{1,6})?过敏|我吃素")
+_PERSONAL_ZH = re.compile(
+    r"我(?:最|很|比较)?(?:喜欢|讨厌|不吃|不喝)|我(?:对\w{1,6})?过敏|我吃素"
+    r"|[がは](?:苦手|嫌い|大嫌い|大好き)|アレルギー"  # Japanese: dislikes, loves, allergies
+)
 _PERSONAL_WORDS = _wordset(
     """allergy allergies allergic intolerance intolerances intolerant vegetarian vegan
     pescatarian lactose diabetic pregnant celiac coeliac kosher halal eat drink"""
@@ -520,7 +539,8 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
         return frozenset()
     said = _read(_ANSWER_OPENER.sub("", _ACK.sub("", head, count=1), count=1)).content
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
-    return frozenset(w for w in parts if len(w) > 2 and w not in _FUNCTION_WORDS)
+    # (CJK words are character pairs: two characters say as much as a longer word)
+    return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
 
 
 # what the English stop words leave of other languages' small words: no content to share
@@ -534,12 +554,14 @@ _ACK_CHARS = 240
 _ACK = re.compile(
     r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
-    r"|capito|好的|明白|收到|知道了|记住了|了解)\b[\s,.:;!—–-]*",
+    r"|capito|好的|明白|收到|知道了|记住了|了解|承知(?:しました|いたしました)|かしこまりました"
+    r"|わかりました|分かりました)\b[\s,.:;!—–。、-]*",
     re.IGNORECASE,
 )
 # what opens an answer as often as an acknowledgement: only "from now on" makes it one
 _ANSWER_OPENER = re.compile(
-    r"(?:done|of course|sure thing|sure|okay|ok|perfect|claro|vale|perfecto|d'accord"
+    r"(?:done|of course|sure thing|sure|okay|ok|perfect|yes|yep|absolutely|certainly"
+    r"|no problem|alright|all right|claro|vale|perfecto|d'accord"
     r"|parfait|klar)\b[\s,.:;!—–-]*",
     re.IGNORECASE,
 )
@@ -556,7 +578,8 @@ _ACK_STANDING = re.compile(
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
     r"|ab jetzt|ab sofort|von nun an|künftig|toujours|jamais|désormais|dorénavant"
     r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante)\b"
-    r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用",
+    r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用"
+    r"|これから|今後|毎回|必ず",
     re.IGNORECASE,
 )
 
@@ -633,7 +656,8 @@ _NARRATOR = re.compile(
 )  # "I have never", "it's always", "they'll never", "I can never": what is, not what to do
 _IDIOM = re.compile(r"\s+(?:too|a|an|fun|easy|mind|again|ever)\b", re.IGNORECASE)
 _PAST = re.compile(
-    r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had|was|were|did|went|saw|seen|wrote|written|made|got|thought|knew"
+    r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had"
+    r"|was|were|did|(?:has|have) been|went|saw|seen|wrote|written|made|got|thought|knew"
     r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten)\b",
     re.IGNORECASE,
 )
@@ -643,7 +667,26 @@ _WANTS = re.compile(r"\s+(?:want|need|prefer|like|use|go for|pick|choose|do:)(?!
 
 def _constraint(t: _Text) -> float:
     cued = _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH)
+    if cued and "must" in t.words and _GUESSED.search(t.text):
+        # "Biscuit must be thrilled", "that must have been scary": a guess, no rule
+        rest = _read(_GUESSED.sub(" ", t.text))
+        cued = _cued(
+            rest, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH
+        )
     return 1.0 if cued else 0.0
+
+
+# "must" guessing at how someone feels or how something was, not requiring it
+_GUESSED = re.compile(
+    r"\bmust(?:'ve| have) been\b|\bmust be (?:(?:so|really|very|such|pretty|quite|super|"
+    r"absolutely|a bit|kind of) )*(?:an? )?(?:thrilled|excited|exciting|exhausted|exhausting|"
+    r"tired|tiring|hard|tough|fun|nice|lovely|amazing|awesome|great|awful|terrible|wild|"
+    r"crazy|chaos|chaotic|scary|stressful|stressed|proud|relieved|happy|sad|gutted|"
+    r"devastated|overwhelming|overwhelmed|weird|strange|surreal|relief|nightmare|joking|"
+    r"kidding|freezing|boiling|starving|busy|bored|lonely|nervous|worried|cute|gorgeous|"
+    r"beautiful|delicious|heaven|torture|brutal|rough|frustrating|annoying)\b",
+    re.IGNORECASE,
+)
 
 
 def _cued(
@@ -823,6 +866,13 @@ _PREFERENCE_WORDS = _wordset(
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
+# leaving the chat: going, not going somewhere ("I have to go to Berlin" is news)
+_LEAVING = re.compile(
+    r"\b(?:gotta|got to|have to|need to|must|should) (?:go|run|dash|head off|fly)\b(?! to\b)"
+    r"|\b(?:talk|speak|chat) (?:later|soon|tomorrow)\b|\bttyl\b",
+    re.IGNORECASE,
+)
+_SMALL_TALK = 0.4  # naming nothing and said in everyday words: whatever is rare here
 
 
 def _filler(t: _Text) -> bool:
@@ -1062,6 +1112,10 @@ class Salience:
         )
         if len(t.content) < 3 and not (values or entities):
             signal *= 0.2  # "sounds fine to me": a few words with nothing specific
+        elif not (values or entities or _preference(t)) and everyday(t.content):
+            signal *= _SMALL_TALK  # "I got lost using the map again"
+        if not values and _LEAVING.search(t.text):
+            signal *= _SMALL_TALK  # "anyway, gotta go pick up Lila": the chat ends, no news
         if t.question and not values:
             signal *= 0.6  # what was asked says less than what was told
         generic = source == "assistant" and not (values or entities)
