@@ -248,6 +248,20 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
             "and the date at the top of the log, I like to see where we are",
             "- Of course, the date at the top each time\n- Logged: 144/93",
         ),
+        (  # a question that asks, answered "yes ... from now on"
+            "can you do examples first, formulas last?",
+            "Yes, absolutely, examples first, formulas last, from now on.",
+        ),
+        (  # said after the draft it asked for
+            "e nada de emojis quando for pra versão de whatsapp tá",
+            "Versão nova:\n---\nMariana & Thiago\n---\n\nE anotado: versão de WhatsApp sem "
+            "emojis, só o texto.",
+        ),
+        (
+            "but you forgot the allergy bit, every customer email needs the nuts line",
+            "Sorry about that:\n\nMade in a kitchen that handles nuts.\n\nWarmly, Nell\n\n"
+            "I'll put that line above the sign-off on every customer email from now on.",
+        ),
     ],
 )
 def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, reply: str) -> None:
@@ -747,3 +761,33 @@ def test_where_a_name_is_met_first_counts_for_more(monkeypatch: pytest.MonkeyPat
     plain = {text: score for _, text, score in digest_items(said)}
     assert scores[first] - plain[first] == pytest.approx(0.3)
     assert scores[later] == plain[later]
+
+
+def test_a_question_the_reply_answers_with_its_own_rule_is_no_rule() -> None:
+    """ "Do you need my card details?" answered "No, I won't ...; never share ...": the
+    reply's rule is the assistant's, the question asked nothing for good."""
+    from kompakt.notes import standing_instructions
+
+    said = [
+        Message.user("do you need my card details?"),
+        Message.assistant(
+            "No, I won't need any payment details for this. For your security, please "
+            "never share full card numbers in chat."
+        ),
+        *[m for q, a in SMALL_TALK[:4] for m in (Message.user(q), Message.assistant(a))],
+    ]
+    assert standing_instructions(said) == []
+
+
+def test_a_rule_said_for_good_in_a_word_after_it_goes_into_the_ledger() -> None:
+    from kompakt.notes import standing_instructions
+
+    said = [
+        Message.user("can you draft the reply to the café about Friday's order"),
+        Message.assistant("Here it is: Hi Marta, Friday's order is confirmed. Warmly, Nell"),
+        Message.user("and no exclamation marks. ever. I find them so fake"),
+        Message.assistant("Understood."),
+        *[m for q, a in SMALL_TALK[:4] for m in (Message.user(q), Message.assistant(a))],
+    ]
+    rules = " ".join(standing_instructions(said))
+    assert "no exclamation marks" in rules and "ever" in rules

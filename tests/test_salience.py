@@ -604,3 +604,14 @@ def test_the_shipped_common_words_are_the_tokenizers() -> None:
     spec.loader.exec_module(module)
     shipped = files("kompakt.notes").joinpath("common_words.txt").read_text(encoding="utf-8")
     assert shipped.split() == module.common_words()
+
+
+def test_the_tastes_of_someone_looked_after_are_preferences() -> None:
+    said = [
+        "he can't stand fish pie, he says it's hospital food",
+        "my dad hates onions in anything",
+        "It sounds like a cat being stepped on, but she loves it so we're committed.",
+    ]
+    s = Salience.of(said)
+    pie, onions, violin = (s.score(t, "user") for t in said)
+    assert min(pie, onions) > violin  # "she loves it": a reaction, not a taste

@@ -725,6 +725,12 @@ _ELABORATION = re.compile(
     r"\b[^?]{0,80}$",
     re.IGNORECASE,
 )
+# a sentence that only says "for good": the one before it is a rule
+_FOR_GOOD = re.compile(
+    r"(?:and |but )?(?:ever|never|always|every time|each time|from now on|for good|never again"
+    r"|sempre|siempre|toujours|immer|jamais|nunca)[.!…]*$",
+    re.IGNORECASE,
+)
 _BACK_REFERENCE = re.compile(
     r"\b(?:keep|bear) (?:that|this|it) in mind|\b(?:that|this)(?:'s| is) a (?:rule|must)\b",
     re.IGNORECASE,
@@ -792,9 +798,12 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         if u.source == "user"
         and (
             is_instruction(u.text)
-            or (bool(acked) and len(acked.intersection(content_words(u.text))) >= 2)
+            or (bool(acked) and len(acked.intersection(content_words(u.text))) >= 2 and _asks(u))
         )
     }
+    for k, u in enumerate(units[1:], start=1):  # "and no exclamation marks. ever."
+        if units[k - 1].source == "user" and _FOR_GOOD.match(u.text):
+            rules.update((units[k - 1].order, u.order))
     if not rules:  # most messages: nothing for what follows to extend
         return rules
     for k, u in enumerate(units):  # "..., keep that in mind": what "that" is goes with it
@@ -804,6 +813,18 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         if units[k - 1].order in rules and _ELABORATION.match(u.text):
             rules.add(u.order)
     return rules
+
+
+def _asks(u: Unit) -> bool:
+    """Whether a sentence the reply acknowledged asks something of it: a statement, or a
+    question that asks ("can you do examples first?"), not one that only asks whether
+    ("do you need my card details?", answered "No, I won't need them; never share ...")."""
+    return not is_question(u.text) or _ASKS_FOR.search(u.text) is not None
+
+
+_ASKS_FOR = re.compile(
+    r"^(?:\w+,? )?(?:can|could|would|will|pls|please) (?:you|u)\b", re.IGNORECASE
+)
 
 
 def _reasons(units: Sequence[Unit], rules: set[int]) -> dict[int, list[Unit]]:

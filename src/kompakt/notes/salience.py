@@ -535,12 +535,43 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
         standing = _ACK_STANDING.search(head)
     else:  # "Sure. Always warm up first." answers; "Sure, from now on ..." acknowledges
         standing = _ANSWER_OPENER.match(head) and _FROM_NOW.search(head)
-    if not standing:
-        return frozenset()
+    if not standing:  # said after a draft: "I'll put that line on every email from now on."
+        head = _promised(reply)
+        if not head:
+            return frozenset()
     said = _read(_ANSWER_OPENER.sub("", _ACK.sub("", head, count=1), count=1)).content
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
     # (CJK words are character pairs: two characters say as much as a longer word)
     return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+
+
+def _promised(reply: str) -> str:
+    """The sentence of a reply, past its opening, that promises to keep a rule ("I'll put
+    that line above the sign-off on every customer email from now on", "And noted:
+    WhatsApp version without emojis") ("" when none does)."""
+    if not _PROMISE_GATE.search(reply):
+        return ""  # most replies: nothing promised, and the sentences are not read
+    for sentence in _SENTENCE_END.split(reply):
+        said = sentence.strip(" -*•>")
+        if _ACK.match(_AND.sub("", said, count=1)):
+            if _ACK_STANDING.search(said):
+                return _AND.sub("", said, count=1)
+        elif _PROMISE.search(said) and _ACK_STANDING.search(said):
+            return said
+    return ""
+
+
+_PROMISE = re.compile(
+    r"\b(?:i['’]ll|i will|i won['’]t|i will not|i['’]m going to|i['’]ll make sure to)\b",
+    re.IGNORECASE,
+)
+_PROMISE_GATE = re.compile(
+    r"\b(?:i['’]ll|i will|i won['’]t|i['’]m going to|noted|anotado|anotada|apuntado|notiert"
+    r"|noté|c'est noté)\b",
+    re.IGNORECASE,
+)
+_AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 # what the English stop words leave of other languages' small words: no content to share
@@ -554,8 +585,8 @@ _ACK_CHARS = 240
 _ACK = re.compile(
     r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
-    r"|capito|好的|明白|收到|知道了|记住了|了解|承知(?:しました|いたしました)|かしこまりました"
-    r"|わかりました|分かりました)\b[\s,.:;!—–。、-]*",
+    r"|capito|combinado|pode deixar|好的|明白|收到|知道了|记住了|了解"
+    r"|承知(?:しました|いたしました)|かしこまりました|わかりました|分かりました)\b[\s,.:;!—–。、-]*",
     re.IGNORECASE,
 )
 # what opens an answer as often as an acknowledgement: only "from now on" makes it one
@@ -578,7 +609,9 @@ _ACK_STANDING = re.compile(
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
     r"|ab jetzt|ab sofort|von nun an|künftig|toujours|jamais|désormais|dorénavant"
     r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante)\b"
-    r"|(?:^|[,;:—–-]\s*)(?:no|sin|kein|keine|pas de|niente) \w|以后|每次|一律|不再|都用"
+    r"|(?:^|[,;:!.—–-]\s*)(?:no|sin|kein|keine|pas de|niente|nada de|sem) \S"
+    r"|\b(?:sem|sans|senza) \w"
+    r"|以后|每次|一律|不再|都用"
     r"|これから|今後|毎回|必ず",
     re.IGNORECASE,
 )
@@ -858,11 +891,16 @@ def _preference(t: _Text) -> float:
 _PREFERENCE = re.compile(
     r"\b(?:i|we)(?:['’]m| am| really| honestly| just| totally)? (?:hate|love|adore|loathe"
     r"|can['’]t stand|cannot stand|refuse|detest|don['’]t (?:like|eat|drink|do))\b"
+    # someone the user looks after: "he can't stand fish pie", "my dad hates onions"
+    r"|\b(?:he|she|they|(?:my|our) \w+)(?: really| just| absolutely)? (?:hates|loves|adores"
+    r"|loathes|detests|refuses|can['’]t stand|cannot stand|doesn['’]t (?:like|eat|drink))\b"
+    r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
     r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going|never going|not a fan)",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
-    "hate love adore loathe stand refuse detest don't favorite favourite going fan"
+    """hate love adore loathe stand refuse detest don't favorite favourite going fan hates
+    loves adores loathes detests refuses doesn't"""
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
