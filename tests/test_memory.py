@@ -791,3 +791,30 @@ def test_a_rule_said_for_good_in_a_word_after_it_goes_into_the_ledger() -> None:
     ]
     rules = " ".join(standing_instructions(said))
     assert "no exclamation marks" in rules and "ever" in rules
+
+
+def test_a_name_given_to_a_question_that_asked_for_it_outranks_one_said_in_passing() -> None:
+    """ "What are they called?" "Pickle and Mochi.": the question marks the answer as a
+    fact asked for; the same kind of line said unasked ranks below it."""
+    from kompakt.notes import digest
+
+    def chat(asked: bool) -> list[Message]:
+        return [
+            Message.user("I got two kittens from the shelter this weekend."),
+            Message.assistant(
+                "Oh lovely, what are they called?" if asked else "Oh lovely, enjoy them."
+            ),
+            Message.user("Pickle and Mochi."),
+            Message.assistant("Ha, that settles it."),
+            Message.user("My neighbours walk their dogs, Rolo and Bramble, past my window."),
+            *[m for q, a in SMALL_TALK[:6] for m in (Message.user(q), Message.assistant(a))],
+        ]
+
+    from kompakt.notes.digest import digest_items
+
+    scores = {}
+    for asked in (True, False):
+        items = {text: score for _, text, score in digest_items(chat(asked), max_tokens=400)}
+        scores[asked] = items.get("Pickle and Mochi.", 0.0)
+    assert scores[True] > scores[False] > 0
+    assert "Pickle and Mochi" in digest(chat(True), max_tokens=400)

@@ -615,3 +615,12 @@ def test_the_tastes_of_someone_looked_after_are_preferences() -> None:
     s = Salience.of(said)
     pie, onions, violin = (s.score(t, "user") for t in said)
     assert min(pie, onions) > violin  # "she loves it": a reaction, not a taste
+
+
+def test_japanese_small_talk_is_filler_and_names_are_entities() -> None:
+    assert is_filler("なるほど、そういうことなんですね。")
+    assert is_filler("はい、そういうことです。")
+    assert not is_filler("はい、8月27日に出発します。")
+    assert entity_signal("ミラーさん一家で、バーナビーに住んでいるそうです。") >= 1
+    assert entity_signal("国際交流課の田中先生に聞きました。") >= 1
+    assert entity_signal("今日、大学の図書館で本を借りてきました。") == 0

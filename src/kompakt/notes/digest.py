@@ -126,7 +126,16 @@ _RECENCY = 0.5  # newer says more, among lines alike
 # (more made the first rounds' lines, let in while the budget was loose, crowd out the
 # later rounds')
 _KEPT_BEFORE = 0.5
-_INTRODUCES = 0.3  # where a name is met first: told there, only mentioned after
+_INTRODUCES = 0.3
+_ANSWERS = 0.5  # a unit that answers "what are they called?" with a name or a value
+# a question that asks for a fact: who, what, where, when, which, how many / much / old
+_ASKS_WHAT = re.compile(
+    r"\b(?:who|what|where|when|which|whose|how (?:many|much|old|long|far|often))\b"
+    r"|\b(?:qui[eé]n|qu[eé]|d[oó]nde|cu[aá]ndo|cu[aá]l|cu[aá]nto|quem|onde|quando|qual|quanto"
+    r"|wer|was|wo|wann|welche[rsn]?|wie viele?|qui|quoi|où|quand|quel(?:le)?s?|combien)\b"
+    r"|什么|哪|谁|几|多少|何|どこ|いつ|誰|いくら|どの|どんな",
+    re.IGNORECASE,
+)  # where a name is met first: told there, only mentioned after
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _BOILERPLATE = 3  # a unit said word for word in this many messages is boilerplate
@@ -517,6 +526,10 @@ class _Extraction:
     """An agent's run (steps of commands and results), not a conversation."""
     replied: dict[int, str] = field(default_factory=dict)
     """What the user said last before each reply (by the reply's position)."""
+    asked: bool = False
+    """The message read last ends on a question that asks for a fact (who, where, ...)."""
+    answers: set[int] = field(default_factory=set)
+    """The units (by order) that answer such a question: the first of the next message."""
 
     def items(self) -> list[_Item]:
         return list(self.c.items.values())
@@ -681,6 +694,12 @@ def _conversation(
     units = split_units(m, pos, first_order=pos * 1000, speakers=ex.speakers)
     if ex.speakers:
         _number_turns(ex, units)
+    elif not context_only and units:  # "what are they called?" "Pickle and Mochi."
+        # (a person's answer: an assistant's answers are what it was asked for anyway)
+        person = m.role == "user" or ex.peers
+        if ex.asked and person and not is_question(units[0].text):
+            ex.answers.add(units[0].order)
+        ex.asked = _ASKS_WHAT.search(units[-1].text) is not None and is_question(units[-1].text)
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
         if ex.header:  # this message opens a session: read once, in `_extract`
             units = _without_header(units, ex.speakers, ex.header)
@@ -943,6 +962,8 @@ def _rank_units(ex: _Extraction) -> None:
             score = _UNIT_BASE + 9 * s / (s + 8) + bonus + _RECENCY * recency
             if first:  # who or what it names is met here first: told, not mentioned
                 score += _INTRODUCES
+            if u.order in ex.answers and named:  # a fact asked for, and given
+                score += _ANSWERS
             turn = ex.turns.get(u.order, 0)
             by_message.setdefault((u.position, turn), []).append((u, score))
             if s >= _SPECIFIC:

@@ -289,6 +289,17 @@ _CAMEL = re.compile(r"\b[a-z]+[A-Z]\w")
 _CAMEL_GATE = re.compile(r"[A-Z](?<=[a-z][A-Z])")  # what it needs, found fast
 _NAMING = re.compile(r"\b(?i:called|named|nicknamed|name is|name's|name’s)\s+[\"'“‘]?[A-Z]")
 _NAMING_WORDS = _wordset("called named nicknamed name name's")
+# Japanese: someone by name and title, or a word spelled in katakana (a foreign name or
+# word); four characters at least, so the common loanwords ("カフェ", "バイト") are not
+_NAMED_JA = re.compile(
+    r"[\u4e00-\u9fff\u30a1-\u30fa]{1,6}(?:さん|先生|様|くん|ちゃん|氏)|[\u30a1-\u30fa・ー]{4,}"
+)
+_FILLER_JA = re.compile(
+    r"(?:なるほど|はい|ええ|うん|そうですね|そうなんですね|そうなんだ|ありがとう(?:ございます)?"
+    r"|よろしく(?:お願いします)?|了解(?:です)?|わかりました|分かりました|お疲れ様です|こんにちは"
+    r"|こんばんは|おはよう(?:ございます)?|楽しみです|大丈夫です)[、,。！!？?～〜…笑w]*"
+    r"(?:[^。！？!?\d]{0,12}[。！？!?…]*)?$"
+)
 _NAMING_ZH = re.compile(r"(?:叫|名叫|叫做|名字是|名为)(?!我|你|他|她)[\u4e00-\u9fff\w]{2,}")
 _SELF_VERBS = _wordset(
     """am was have had got live lives lived work works worked study studied bought own owns
@@ -822,6 +833,8 @@ def _entities(t: _Text) -> float:
         kinds += 1
     if _code_name(t):
         kinds += 1
+    if t.cjk and _NAMED_JA.search(text):
+        kinds += 1  # "ミラーさん", "田中先生", "エア・カナダ": a person by title, a foreign name
     if t.cjk and _NAMING_ZH.search(text):
         kinds += 1  # "新公司叫星河数据", "猫叫豆包": a name given, where no capital marks one
     if not t.capitals:  # no capital past the first letter: no name
@@ -914,6 +927,8 @@ _SMALL_TALK = 0.4  # naming nothing and said in everyday words: whatever is rare
 
 
 def _filler(t: _Text) -> bool:
+    if t.cjk and _FILLER_JA.match(t.text.strip()):
+        return True
     if len(t.words) > 16:
         return False
     if not t.words <= _FILLER_VOCABULARY:
