@@ -624,3 +624,15 @@ def test_japanese_small_talk_is_filler_and_names_are_entities() -> None:
     assert entity_signal("ミラーさん一家で、バーナビーに住んでいるそうです。") >= 1
     assert entity_signal("国際交流課の田中先生に聞きました。") >= 1
     assert entity_signal("今日、大学の図書館で本を借りてきました。") == 0
+
+
+def test_who_made_a_change_is_not_what_changed() -> None:
+    """ "Dr Shah changed his bisoprolol": the dose changed, not who the GP is."""
+    gp = "his GP is Dr Anand Shah at Elmwood Surgery."
+    assert not superseded(gp, "Dr Shah changed his bisoprolol to 3.75mg.")
+    assert superseded(
+        "He takes bisoprolol 2.5mg in the morning.", "Dr Shah changed his bisoprolol to 3.75mg."
+    )
+    assert superseded(
+        "The new oven is due on 21 March.", "Thermobake moved the oven delivery to 2 April."
+    )

@@ -275,6 +275,8 @@ _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定�
 def _statement(text: str) -> _Statement:
     words = [_SAME_DAY.get(w, w) for w in content_words(text)]
     subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
+    if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
+        subject -= frozenset(content_words(agent.group(1)))
     # a question states nothing that could go stale
     stateful = not is_question(text) and bool(
         value_signal(text) or entity_signal(text) or _CJK_NEW_VALUE.search(text)
@@ -294,6 +296,16 @@ def _renewed(text: str) -> frozenset[str]:
 
 
 _NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
+
+
+# who made a change to something ("Dr Shah changed his bisoprolol", "Thermobake moved
+# the delivery to 2 April"): what changed is what follows the verb, not who changed it
+_AGENT = re.compile(
+    r"\W*([^\W\d][\w .'’-]{0,40}?)\s+(?:has |have |had )?(?:changed|stopped|switched|replaced"
+    r"|swapped|cancel+ed|canceled|moved|upped|raised|lowered|increased|reduced|dropped|pushed"
+    r"|put|rescheduled|postponed|updated)\s+(?:his|her|their|my|our|your|its|the|a|an)\b",
+    re.IGNORECASE,
+)
 
 
 # what says a thing ended, with no value to replace it: "the trip is cancelled"
