@@ -163,6 +163,7 @@ class _Statement(NamedTuple):
     stateful: bool  # it states a value or names a thing: it can go stale
     ends: bool  # it says something ended ("the trip is cancelled", "no longer")
     gone: bool  # it says a thing is gone ("we sold the Skoda")
+    valued: bool  # it states a value (a date, an amount, a count)
 
     @property
     def amounts(self) -> frozenset[tuple[str, str]]:
@@ -278,14 +279,13 @@ def _statement(text: str) -> _Statement:
     if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
         subject -= frozenset(content_words(agent.group(1)))
     # a question states nothing that could go stale
-    stateful = not is_question(text) and bool(
-        value_signal(text) or entity_signal(text) or _CJK_NEW_VALUE.search(text)
-    )
+    valued = not is_question(text) and bool(value_signal(text) or _CJK_NEW_VALUE.search(text))
+    stateful = valued or (not is_question(text) and bool(entity_signal(text)))
     atoms = word_atoms(text)
     gone = stateful and not atoms.isdisjoint(_REMOVAL_GATE) and bool(_REMOVAL.search(text))
     cue = gone or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
-    return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone)
+    return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone, valued)
 
 
 @lru_cache(maxsize=1 << 12)
@@ -442,7 +442,8 @@ def _superseded(
     if not a.stateful or not _same_subject(a, b, firm=firm, rare=rare):
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
-        return True
+        # nor does "the Bongard has now moved twice" replace its date: it says none
+        return not a.valued or b.valued or b.ends or b.gone
     # a total said again with new figures: most words of each are the other's
     shared = len(a.subject & b.subject)
     if shared >= 0.6 * max(len(a.subject), len(b.subject)) and _recounted(a, b) < _NEVER:
