@@ -641,7 +641,7 @@ def test_who_made_a_change_is_not_what_changed() -> None:
 def test_a_change_that_says_no_value_leaves_the_value_current() -> None:
     """ "The delivery has moved again" says no date: the last date said stays current
     (the next message will say the new one)."""
-    older = "The oven delivery is due on 21 March."
-    assert not superseded(older, "Annoying, the oven delivery from Thermobake has moved again.")
-    assert superseded(older, "The oven delivery from Thermobake has moved to 2 April.")
+    older = "The Bongard oven delivery is due on 21 March."
+    assert not superseded(older, "Annoying, the Bongard oven delivery has moved again.")
+    assert superseded(older, "The Bongard oven delivery has moved to 2 April.")
     assert superseded("We use Redis 7.2 for the cache.", "We dropped Redis last week.")

@@ -442,8 +442,11 @@ def _superseded(
     if not a.stateful or not _same_subject(a, b, firm=firm, rare=rare):
         return False  # only a statement of a value or a named thing can go stale
     if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
-        # nor does "the Bongard has now moved twice" replace its date: it says none
-        return not a.valued or b.valued or b.ends or b.gone
+        # nor does "the Bongard has now moved twice" replace its date: it says no new
+        # value, and names nothing new ("switched the holiday to Lisbon" does)
+        if a.valued and not (b.valued or b.ends or b.gone):
+            return bool(names_in(b.text) - names_in(a.text))
+        return True
     # a total said again with new figures: most words of each are the other's
     shared = len(a.subject & b.subject)
     if shared >= 0.6 * max(len(a.subject), len(b.subject)) and _recounted(a, b) < _NEVER:
