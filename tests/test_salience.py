@@ -645,3 +645,11 @@ def test_a_change_that_says_no_value_leaves_the_value_current() -> None:
     assert not superseded(older, "Annoying, the Bongard oven delivery has moved again.")
     assert superseded(older, "The Bongard oven delivery has moved to 2 April.")
     assert superseded("We use Redis 7.2 for the cache.", "We dropped Redis last week.")
+
+
+def test_dont_with_that_is_about_what_was_just_said() -> None:
+    assert not is_instruction("are you a cat person or a dog person, wait, don't answer that")
+    assert not is_instruction("Don't worry about it")
+    assert is_instruction("Please don't do that again.")
+    assert is_instruction("never mention it again")
+    assert is_instruction("don't use emojis")

@@ -431,6 +431,8 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
+    if _ONE_OFF.search(t.text) and not _standing_cued(word_atoms(t.text)):
+        return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
         return True
@@ -520,6 +522,11 @@ def _standing_cued(atoms: frozenset[str]) -> bool:
     return not atoms.isdisjoint(_ASKING) and "you" in atoms and not atoms.isdisjoint(_ASKED_TO)
 
 
+# "don't answer that", "never mind this one": about what was just said
+_ONE_OFF = re.compile(
+    r"\b(?:don['’]?t|do not|never) (?:\w+ ){1,2}?(?:that|this|this one|that one|it)[.!?…]*$",
+    re.IGNORECASE,
+)
 _STANDING_ALONE = _wordset("future whenever anymore")
 _STANDING_PAIRS = [
     (_wordset(a), _wordset(b))
