@@ -257,6 +257,27 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
             "Versão nova:\n---\nMariana & Thiago\n---\n\nE anotado: versão de WhatsApp sem "
             "emojis, só o texto.",
         ),
+        (  # the rules restated in a list under the acknowledgement
+            "No emojis at all — Grandma's phone shows them as little boxes.",
+            "Noted for every invitation and message I draft:\n\n1. No emojis at all\n2. Sign "
+            'off: "the Hartley lot"\n\nWant a first draft now?',
+        ),
+        (  # the acknowledgement after the rule restated
+            "oh and before you say it — no protein powder, I want real food",
+            "No protein powder — understood. We'll hit protein with real food.",
+        ),
+        (  # no "always" said, and no value nor name: a rule, not a fact
+            "Et tutoie-moi, évidemment",
+            "- Noté : courtes listes à puces, et on se tutoie\n- Pré-rentrée : lundi 8 septembre",
+        ),
+        (
+            "И сразу договоримся: все сметы присылай таблицей с итогом внизу.",
+            "Договорились: сметы — таблицей с итогом внизу, суммы округляю до тысяч рублей.",
+        ),
+        (
+            "아 그리고 답변은 너무 길게 말고 항상 열 줄 안쪽으로 해 주세요.",
+            "알겠습니다. 앞으로 답변은 열 줄 안쪽으로 짧게 드릴게요.",
+        ),
         (
             "but you forgot the allergy bit, every customer email needs the nuts line",
             "Sorry about that:\n\nMade in a kitchen that handles nuts.\n\nWarmly, Nell\n\n"

@@ -815,10 +815,7 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         u.order
         for u in units
         if u.source == "user"
-        and (
-            is_instruction(u.text)
-            or (bool(acked) and len(acked.intersection(content_words(u.text))) >= 2 and _asks(u))
-        )
+        and (is_instruction(u.text) or (bool(acked) and _acked(u.text, acked) and _asks(u)))
     }
     for k, u in enumerate(units[1:], start=1):  # "and no exclamation marks. ever."
         if units[k - 1].source == "user" and _FOR_GOOD.match(u.text):
@@ -832,6 +829,22 @@ def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set
         if units[k - 1].order in rules and _ELABORATION.match(u.text):
             rules.add(u.order)
     return rules
+
+
+def _acked(text: str, acked: frozenset[str]) -> bool:
+    """Whether the reply's acknowledgement (`acked`) restates this sentence: two of its
+    words, or every word of its opening clause ("No emojis at all — grandma's phone shows
+    boxes", "Et tutoie-moi, évidemment")."""
+    if len(acked.intersection(content_words(text))) >= 2:
+        return True
+    said = content_words(_CLAUSE_HEAD.split(text, maxsplit=1)[0])
+    return 0 < len(said) <= _HEAD_WORDS and all(
+        w in acked or any(p in acked for p in w.split("-")) for w in said
+    )
+
+
+_CLAUSE_HEAD = re.compile(r"\s[—–-]\s|[,;:(]\s")
+_HEAD_WORDS = 3
 
 
 def _asks(u: Unit) -> bool:

@@ -548,11 +548,19 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     >>> acknowledged_rule("Noted: fasting blood test on the 14th.")
     frozenset()
     """
-    head = reply.lstrip(" \n-*•>")[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
-    if _ACK.match(head):
-        standing = _ACK_STANDING.search(head)
+    opening = reply.lstrip(" \n-*•>")
+    head = opening[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
+    if _ACK.match(head) or _ACK_AFTER.match(head):  # "Noted: ...", "No X — understood."
+        if head.rstrip().endswith(":"):  # "Noted for every invitation:\n1. No emojis\n2. ..."
+            head = " ".join([head, *_listed(opening)])
+        # a rule acknowledged says for good, or states no value nor name as a fact does
+        # ("Noté : courtes listes à puces" is a rule, "Noted: blood test on the 14th" a
+        # fact; in CJK text, where values and names are read less well, it says for good)
+        standing = _ACK_STANDING.search(head) is not None or not (
+            _CJK.search(head) or value_signal(head) or entity_signal(head)
+        )
     else:  # "Sure. Always warm up first." answers; "Sure, from now on ..." acknowledges
-        standing = _ANSWER_OPENER.match(head) and _FROM_NOW.search(head)
+        standing = bool(_ANSWER_OPENER.match(head) and _FROM_NOW.search(head))
     if not standing:  # said after a draft: "I'll put that line on every email from now on."
         head = _promised(reply)
         if not head:
@@ -561,6 +569,21 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
     # (CJK words are character pairs: two characters say as much as a longer word)
     return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+
+
+def _listed(reply: str) -> list[str]:
+    """The list items right after a reply's first line, which ends with a colon."""
+    lines = reply.split("\n")[1 : 1 + _ACK_LINES + 1]
+    return [x for x in lines if _LIST_ITEM.match(x)][:_ACK_LINES]
+
+
+_ACK_LINES = 6
+_LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s+\S")
+# an acknowledgement that closes the restated rule: "No protein powder — understood."
+_ACK_AFTER = re.compile(
+    r"[^\n]{1,80}?\s[—–-]\s(?:understood|noted|got it|will do|compris|noté|entendido)\b",
+    re.IGNORECASE,
+)
 
 
 def _promised(reply: str) -> str:
@@ -604,7 +627,9 @@ _ACK = re.compile(
     r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
     r"|capito|combinado|pode deixar|好的|明白|收到|知道了|记住了|了解"
-    r"|承知(?:しました|いたしました)|かしこまりました|わかりました|分かりました)\b[\s,.:;!—–。、-]*",
+    r"|承知(?:しました|いたしました)|かしこまりました|わかりました|分かりました"
+    r"|договорились|понял|поняла|принято|записал|записала|учту|учтём|запомнил|запомнила"
+    r"|알겠습니다|알겠어요|기억할게요|기억하겠습니다|명심할게요)\b[\s,.:;!—–。、-]*",
     re.IGNORECASE,
 )
 # what opens an answer as often as an acknowledgement: only "from now on" makes it one
@@ -630,7 +655,7 @@ _ACK_STANDING = re.compile(
     r"|(?:^|[,;:!.—–-]\s*)(?:no|sin|kein|keine|pas de|niente|nada de|sem) \S"
     r"|\b(?:sem|sans|senza) \w"
     r"|以后|每次|一律|不再|都用"
-    r"|これから|今後|毎回|必ず",
+    r"|これから|今後|毎回|必ず|앞으로|항상|매번|절대|всегда|никогда|впредь|каждый раз",
     re.IGNORECASE,
 )
 
