@@ -15,6 +15,7 @@ from kompakt.notes.sessions import session_date, without_header
         ("[Session 3 — 14 May 2023]", "14 May 2023"),
         ("Session date: 2023/05/20 (Sat) 02:21\nI moved to Oslo.", "2023/05/20 (Sat)"),
         ("DATE: 1:56 pm on 8 May, 2023", "8 May, 2023"),
+        ("(1:56 pm on 8 May, 2023) Hi Jamal! Guess what happened.", "8 May, 2023"),
         ("### 2023-05-20", "2023-05-20"),
         ("--- Tuesday, March 5th, 2024 ---\nhi", "Tuesday, March 5th, 2024"),
         ("Day 3: Lisbon — 8 May 2023", "8 May 2023"),
@@ -43,6 +44,7 @@ def test_a_dated_header_gives_its_date(text: str, date: str) -> None:
         "May I ask you something?",
         "3 things to do today.",
         "2 May I think it was.",
+        "(see the email of 8 May, 2023 about it) sorry for the delay",  # an aside
     ],
 )
 def test_a_date_in_a_sentence_is_no_header(text: str) -> None:
@@ -94,3 +96,17 @@ def test_a_journals_datelines_date_its_facts_and_go() -> None:
     assert "[Mar 29] Bad week" in text  # dated, the dateline gone from the line
     assert "Mar 29." not in text and "3 Jan 2025." not in text
     assert "22 February." in text  # an answer that is a date stays
+
+
+def test_a_header_in_parentheses_dates_the_session_and_is_no_fact() -> None:
+    """ "(1:56 pm on 8 May, 2023) Hi Jamal!": the greeting after the stamp is no dated
+    fact, the facts of the session are dated by it."""
+    said = [
+        Message.user("(1:56 pm on 8 May, 2023) Hi Jamal!"),
+        Message.assistant("Hey Rosa! How was the weekend?"),
+        Message.user("I went to my first grief support group last Thursday."),
+        Message.assistant("That's brave, I'm proud of you."),
+    ]
+    note = digest(said, max_tokens=300)
+    assert "[8 May, 2023] I went to my first grief support group last Thursday." in note
+    assert "1:56 pm" not in note  # the stamp dates, it is said nowhere as a fact

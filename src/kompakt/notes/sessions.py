@@ -12,6 +12,8 @@ header once and dates the facts it keeps from that session instead.
 '2023/05/20 (Sat)'
 >>> session_date("[Session 5 — 2 April 2023] I got the job!")
 '2 April 2023'
+>>> session_date("(1:56 pm on 8 May, 2023) Hi Jamal! Guess what.")
+'8 May, 2023'
 >>> session_date("I moved to Oslo on 14 May 2023.")
 ''
 """
@@ -50,7 +52,8 @@ _NAMED_DATE_HINT = re.compile(
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_HINT = re.compile("|".join(_MONTHS))  # one search, not one per month
-_STAMP = re.compile(r"^\s*\[([^\]\n]{4,80})\]")  # a header in brackets, text may follow
+# a header in brackets or parentheses, text may follow: "(1:56 pm on 8 May, 2023) Hi!"
+_STAMP = re.compile(r"^\s*(?:\[([^\]\n]{4,80})\]|\(([^)\n]{4,80})\))")
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
 
 
@@ -87,7 +90,7 @@ def _session_date(text: str) -> str:
         return line.group(1).strip(" ,.")  # a date alone is an answer, not a dateline
     head = text.lstrip()[: _MAX_HEADER + 1].split("\n", 1)[0].strip()
     if stamp := _STAMP.match(head):  # "[Session 5 — 2 April 2023] I need to tell you..."
-        head = stamp.group(1)
+        head = stamp.group(1) or stamp.group(2)
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
     if not _DATE_HINT.search(head) and not (
