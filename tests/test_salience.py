@@ -653,3 +653,12 @@ def test_dont_with_that_is_about_what_was_just_said() -> None:
     assert is_instruction("Please don't do that again.")
     assert is_instruction("never mention it again")
     assert is_instruction("don't use emojis")
+
+
+def test_idioms_are_no_rules_nor_tastes() -> None:
+    assert not is_instruction("Thanks for listening, as always.")
+    assert is_instruction("as always, keep it short please")
+    from kompakt.notes.salience import _preference, _read
+
+    assert _preference(_read("Some Sundays the couch wins, I'm not going to lie.")) == 0
+    assert _preference(_read("I'm not going on roller coasters.")) == 1

@@ -717,6 +717,8 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
         return False  # "I always sign off with just 'Best,' please": asked, not told
     if _PAST.match(text, cue.end()) or _IDIOM.match(text, cue.end()):
         return True  # "never wrote my own", "always had"; "never too early", "always a joy"
+    if text[max(0, cue.start() - 3) : cue.start()].lower() == "as ":
+        return True  # "thanks for listening, as always"
     before = _NARRATOR.search(text, 0, cue.end())
     return before is not None and before.end() == cue.end() and not _WANTS.match(text, cue.end())
 
@@ -940,7 +942,7 @@ _PREFERENCE = re.compile(
     r"|\b(?:he|she|they|(?:my|our) \w+)(?: really| just| absolutely)? (?:hates|loves|adores"
     r"|loathes|detests|refuses|can['’]t stand|cannot stand|doesn['’]t (?:like|eat|drink))\b"
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
-    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going|never going|not a fan)",
+    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
