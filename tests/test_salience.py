@@ -662,3 +662,15 @@ def test_idioms_are_no_rules_nor_tastes() -> None:
 
     assert _preference(_read("Some Sundays the couch wins, I'm not going to lie.")) == 0
     assert _preference(_read("I'm not going on roller coasters.")) == 1
+
+
+def test_a_move_outdates_where_someone_lived() -> None:
+    """ "I'm in Columbus" and "we're moving to Pittsburgh" share no word; a move still
+    says where home is now."""
+    texts = [
+        ("My car squeals when it's cold. I'm in Columbus, so mornings are cool.", 1.0),
+        ("I love tea.", 2.0),
+        ("We're moving to Pittsburgh at the end of the month.", 3.0),
+    ]
+    assert supersessions(texts) == {0: [2]}
+    assert supersessions(texts[:2]) == {}

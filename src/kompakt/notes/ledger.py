@@ -586,9 +586,39 @@ def supersessions(
                 and _superseded(statements[i], newer, firm=firm, rare=rare)
             ):
                 gone.setdefault(i, []).append(j)
+    _moves(texts, gone)
     for newer_ones in gone.values():
         newer_ones.sort(key=lambda j: texts[j][1])
     return gone
+
+
+def _moves(texts: Sequence[tuple[str, float]], gone: dict[int, list[int]]) -> None:
+    """Where someone lives changes with a move, though the two share no word: "I'm in
+    Columbus" is outdated by "we're moving to Pittsburgh" (and added to `gone`)."""
+    moves = [
+        (j, found.group(1), when)
+        for j, (text, when) in enumerate(texts)
+        if ("mov" in text or "reloc" in text) and (found := _MOVE.search(text))
+    ]
+    if not moves:
+        return  # most spans: nobody moves, and the homes are not read
+    for i, (text, when) in enumerate(texts):
+        home = _HOME.search(text) if " in " in text else None
+        if home is None:
+            continue
+        for j, place, moved in moves:
+            if moved > when and place != home.group(1) and j not in gone.get(i, []):
+                gone.setdefault(i, []).append(j)
+
+
+_HOME = re.compile(
+    r"\b(?:I|[Ww]e)(?:['’]m| am|['’]re| are)?(?: (?:now|currently|still))?"
+    r" (?:live in|living in|based in|settled in|in) ([A-Z][\w'’-]+)"
+)
+_MOVE = re.compile(
+    r"\b(?:I|[Ww]e)(?:['’]m| am|['’]re| are|['’]ve| have)?(?: (?:just|finally|now|officially))?"
+    r" (?:moving|moved|relocating|relocated) (?:back )?to ([A-Z][\w'’-]+)"
+)
 
 
 _CLAUSE = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s*|,\s+|，|；")
