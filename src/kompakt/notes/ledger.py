@@ -37,6 +37,7 @@ from kompakt.notes.salience import (
 __all__ = [
     "Entry",
     "Ledger",
+    "Supersessions",
     "drop_superseded",
     "same_subject",
     "superseded",
@@ -275,9 +276,7 @@ _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定�
 @lru_cache(maxsize=1 << 14)
 def _statement(text: str) -> _Statement:
     words = [_SAME_DAY.get(w, w) for w in content_words(text)]
-    subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
-    if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
-        subject -= frozenset(content_words(agent.group(1)))
+    subject = _subject(text)
     # a question states nothing that could go stale
     valued = not is_question(text) and bool(value_signal(text) or _CJK_NEW_VALUE.search(text))
     stateful = valued or (not is_question(text) and bool(entity_signal(text)))
@@ -286,6 +285,17 @@ def _statement(text: str) -> _Statement:
     cue = gone or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
     return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone, valued)
+
+
+@lru_cache(maxsize=1 << 14)
+def _subject(text: str) -> frozenset[str]:
+    """The content words that name what a statement speaks of: read of every statement
+    of a span, where the rest of `_statement` is read of the few compared."""
+    words = (_SAME_DAY.get(w, w) for w in content_words(text))
+    subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
+    if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
+        subject -= frozenset(content_words(agent.group(1)))
+    return subject
 
 
 @lru_cache(maxsize=1 << 12)
@@ -558,34 +568,54 @@ def supersessions(
     ...                ("The warranty is now 3 years.", 3)])
     {0: [1, 2]}
     """
-    statements = [_statement(t) for t, _ in texts]
-    said: Counter[str] = Counter()  # how many statements name each word
-    by_word: dict[str, list[int]] = {}  # the statements that could go stale, by word
-    for i, st in enumerate(statements):
-        said.update(st.subject)
-        if st.stateful:  # only a statement of a value or a named thing can go stale
-            for w in st.subject:
-                by_word.setdefault(w, []).append(i)
-    common = max(8, min(64, len(texts) // 20))
-    rare = {w for w, n in said.items() if n <= _RARE}
-    gone: dict[int, list[int]] = {}
-    for j, (_, when) in enumerate(texts):
-        newer = statements[j]
+    index = Supersessions(texts, replies=replies)
+    return {i: newer for i in range(len(texts)) if (newer := index.newer(i))}
+
+
+class Supersessions:
+    """The statements of a span indexed by their subject words: `newer(i)` is every later
+    statement that supersedes statement `i` (see `supersessions`). Asked only of the
+    statements a note could keep, it reads whole only those and their rivals, not the
+    thousands of a long span.
+
+    >>> index = Supersessions([("The deadline is May 1.", 1), ("I like tea.", 2),
+    ...                        ("The deadline moved to June 3.", 3)])
+    >>> index.newer(0), index.newer(1)
+    ([2], [])
+    """
+
+    def __init__(self, texts: Sequence[tuple[str, float]], *, replies: Container[int] = ()):
+        self.texts = texts
+        self.replies = replies
+        self.subjects = [_subject(t) for t, _ in texts]
+        said: Counter[str] = Counter()  # how many statements name each word
+        for subject in self.subjects:
+            said.update(subject)
+        common = max(8, min(64, len(texts) // 20))  # a word said everywhere names no subject
+        self.rare = {w for w, n in said.items() if n <= _RARE}
+        self.by_word: dict[str, list[int]] = {}
+        for j, subject in enumerate(self.subjects):
+            for w in subject:
+                if said[w] <= common:
+                    self.by_word.setdefault(w, []).append(j)
+
+    def newer(self, i: int) -> list[int]:
+        """The later statements that supersede statement `i`, oldest first."""
+        text, when = self.texts[i]
+        old = _statement(text)
+        if not old.stateful:  # only a statement of a value or a named thing can go stale
+            return []
         rivals: set[int] = set()
-        for w in newer.subject:
-            if said[w] <= common and w in by_word:  # a word said everywhere names no subject
-                rivals.update(by_word[w])
-        for i in sorted(rivals):
-            firm = j in replies
-            if (
-                i != j
-                and texts[i][1] < when
-                and _superseded(statements[i], newer, firm=firm, rare=rare)
-            ):
-                gone.setdefault(i, []).append(j)
-    for newer_ones in gone.values():
-        newer_ones.sort(key=lambda j: texts[j][1])
-    return gone
+        for w in self.subjects[i]:
+            rivals.update(self.by_word.get(w, ()))
+        texts, replies, rare = self.texts, self.replies, self.rare
+        gone = [
+            j
+            for j in rivals
+            if texts[j][1] > when
+            and _superseded(old, _statement(texts[j][0]), firm=j in replies, rare=rare)
+        ]
+        return sorted(gone, key=lambda j: (texts[j][1], j))
 
 
 _CLAUSE = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s*|,\s+|，|；")
