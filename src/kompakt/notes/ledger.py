@@ -291,8 +291,11 @@ def _statement(text: str) -> _Statement:
 def _subject(text: str) -> frozenset[str]:
     """The content words that name what a statement speaks of: read of every statement
     of a span, where the rest of `_statement` is read of the few compared."""
-    words = (_SAME_DAY.get(w, w) for w in content_words(text))
-    subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
+    words = set(content_words(text))
+    if not words.isdisjoint(_SAME_DAY):  # set operations: no loop of Python's per word
+        words = {_SAME_DAY.get(w, w) for w in words}
+    words -= _GENERIC
+    subject = frozenset(w for w in words if not w[0].isdigit())
     if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
         subject -= frozenset(content_words(agent.group(1)))
     return subject

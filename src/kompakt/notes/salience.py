@@ -1054,6 +1054,11 @@ def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
     return 0.0
 
 
+def _worded(content: tuple[str, ...]) -> bool:
+    """Whether a word of `content` opens with a letter (most open the unit: one test)."""
+    return content[0][0].isalpha() or any(w[0].isalpha() for w in content)
+
+
 _COMMON_NAME = 4
 _COMMON_SHARE = 0.02
 _AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
@@ -1081,12 +1086,17 @@ class Salience:
         said = Counter(texts)  # a unit said again counts again, but is read once
         df: Counter[str] = Counter()
         names: set[str] = set()
+        once: list[str] = []  # the words of the texts said once, counted in one call
         for text, times in said.items():
             t = _read(text)
-            for w in set(t.content):
-                df[w] += times
+            if times == 1:
+                once.extend(set(t.content))
+            else:
+                for w in set(t.content):
+                    df[w] += times
             if t.capitals and _entity(t):
                 names.update(t.names)
+        df.update(once)
         return cls(df, said.total(), frozenset(names))
 
     def rarity(self, text: str) -> float:
@@ -1098,14 +1108,11 @@ class Salience:
         if not t.content:
             return 0.0
         idf = self._idf
-        n, df, unseen = 1 + self.n, self.df, self._unseen
-        weights = set()
-        for w in t.content:
-            x = idf.get(w)
-            if x is None:  # each word's IDF is computed once per conversation
-                c = df.get(w, 0)
-                x = idf[w] = math.log(n / (1 + c)) if c else unseen
-            weights.add(x)
+        if not idf and self.df:  # each word's IDF, computed once per conversation
+            n = 1 + self.n
+            idf.update({w: math.log(n / (1 + c)) if c else self._unseen for w, c in self.df.items()})
+        get, unseen = idf.get, self._unseen
+        weights = {get(w, unseen) for w in t.content}
         top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
         return min(1.0, sum(top) / len(top) / self._norm)
 
@@ -1146,7 +1153,7 @@ class Salience:
     def score(self, text: str, source: str) -> float:
         """The salience of one unit said by `source` (user, assistant, tool, system)."""
         t = _read(text)
-        if not t.content or _filler(t) or not any(w[0].isalpha() for w in t.content):
+        if not t.content or _filler(t) or not _worded(t.content):
             return 0.0  # nothing said, or a number alone ("(10)"): nothing to keep
         values = _value(t)
         entities = _entity(t)
