@@ -269,6 +269,7 @@ def _days_and_months() -> dict[str, str]:
 
 
 _SAME_DAY = _days_and_months()
+_DAY_WORDS = frozenset(_SAME_DAY)
 # a change in Chinese names its new value after the verb: "改成新西兰了"
 _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定在|改在)[^\s，。！？了]")
 
@@ -291,11 +292,14 @@ def _statement(text: str) -> _Statement:
 def _subject(text: str) -> frozenset[str]:
     """The content words that name what a statement speaks of: read of every statement
     of a span, where the rest of `_statement` is read of the few compared."""
-    words = set(content_words(text))
-    if not words.isdisjoint(_SAME_DAY):  # set operations: no loop of Python's per word
-        words = {_SAME_DAY.get(w, w) for w in words}
-    words -= _GENERIC
-    subject = frozenset(w for w in words if not w[0].isdigit())
+    words = frozenset(content_words(text))
+    if not words.isdisjoint(_DAY_WORDS):
+        words = frozenset(_SAME_DAY.get(w, w) for w in words)
+    subject = words - _GENERIC  # set operations: a loop in C, over the few words said
+    # a word opens with a letter or a digit, and ASCII digits sort before every letter:
+    # in ASCII text the least word tells whether any opens with a digit
+    if subject and (min(subject) < ":" or not text.isascii()):
+        subject = frozenset(w for w in subject if not w[0].isdigit())
     if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
         subject -= frozenset(content_words(agent.group(1)))
     return subject
