@@ -359,22 +359,23 @@ def _read(text: str) -> _Text:
     lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
     cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
-    content: list[str] = []
-    for w in words:
-        if w in _STOP:
-            continue
-        if cjk and _CJK.search(w):
-            chars = [c for c in w if _CJK.match(c)]
-            content.extend(a + b for a, b in itertools.pairwise(chars))
-            if len(chars) == 1:
-                content.append(chars[0])
-        else:
-            content.append(w)
+    content = [w for w in words if w not in _STOP]  # a comprehension: most text is not CJK
+    if cjk:
+        content = [pair for w in content for pair in _cjk_pairs(w)]
     digits = _DIGIT.search(text) is not None
     capitals = text[1:] != text[1:].lower()
     wordset = frozenset(words)
     question = text.rstrip().endswith(("?", "？")) or _unmarked_question(text, cjk)
     return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
+
+
+def _cjk_pairs(word: str) -> list[str]:
+    """A word as content: CJK characters as pairs (or the one alone), else itself."""
+    if not _CJK.search(word):
+        return [word]
+    chars = [c for c in word if _CJK.match(c)]
+    pairs = [a + b for a, b in itertools.pairwise(chars)]
+    return pairs if len(chars) != 1 else [*pairs, chars[0]]
 
 
 def content_words(text: str) -> list[str]:
