@@ -1110,8 +1110,8 @@ class Salience:
             return 0.0
         idf = self._idf
         if not idf and self.df:  # each word's IDF, computed once per conversation
-            n = 1 + self.n
-            idf.update({w: math.log(n / (1 + c)) if c else self._unseen for w, c in self.df.items()})
+            n, unseen = 1 + self.n, self._unseen
+            idf.update({w: math.log(n / (1 + c)) if c else unseen for w, c in self.df.items()})
         get, unseen = idf.get, self._unseen
         weights = {get(w, unseen) for w in t.content}
         top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]

@@ -111,7 +111,9 @@ def split_sentences(line: str) -> list[str]:
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif not joined[-1][:1].isalpha() and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
-        elif (s[-1:] in _INSTEAD_LAST and _instead(s)) or (s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s)):
+        elif (s[-1:] in _INSTEAD_LAST and _instead(s)) or (
+            s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s)
+        ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
             joined.append(s)
