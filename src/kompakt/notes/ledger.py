@@ -354,7 +354,9 @@ def _amounts(text: str) -> frozenset[tuple[str, str]]:
     return frozenset([c for c in counted if not date_word(c[0])] + priced)
 
 
-_COUNTED = re.compile(r"(?<![\w.,:$€£¥-])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
+# led by the digit, the look behind after it: the engine skips to digits fast, where a
+# pattern led by a look behind is tried at every character
+_COUNTED = re.compile(r"(\d(?<![\w.,:$€£¥-]\d)(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
 _PRICED = re.compile(r"([$€£¥])\s?(\d(?:[\d,.]*\d)?)")
 _PRICED_AFTER = re.compile(r"(\d(?:[\d,.]*\d)?)\s?([$€£¥])")  # "19.380 €", as Europe writes it
 
