@@ -16,6 +16,7 @@ current.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Container, Sequence
@@ -597,9 +598,8 @@ class Supersessions:
         self.texts = texts
         self.replies = replies
         self.subjects = [_subject(t) for t, _ in texts]
-        said: Counter[str] = Counter()  # how many statements name each word
-        for subject in self.subjects:
-            said.update(subject)
+        # how many statements name each word (counted in one call)
+        said = Counter(itertools.chain.from_iterable(self.subjects))
         common = max(8, min(64, len(texts) // 20))  # a word said everywhere names no subject
         self.rare = {w for w, n in said.items() if n <= _RARE}
         self.by_word: dict[str, list[int]] = {}
