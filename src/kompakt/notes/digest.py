@@ -707,7 +707,8 @@ def _conversation(
         person = m.role == "user" or ex.peers
         if ex.asked and person and not is_question(units[0].text):
             ex.answers.add(units[0].order)
-        ex.asked = _ASKS_WHAT.search(units[-1].text) is not None and is_question(units[-1].text)
+        # (the question first: the pattern tries every character of what is no question)
+        ex.asked = is_question(units[-1].text) and _ASKS_WHAT.search(units[-1].text) is not None
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
         if ex.header:  # this message opens a session: read once, in `_extract`
             units = _without_header(units, ex.speakers, ex.header)

@@ -561,6 +561,8 @@ def _promised(reply: str) -> str:
     """The sentence of a reply, past its opening, that promises to keep a rule ("I'll put
     that line above the sign-off on every customer email from now on", "And noted:
     WhatsApp version without emojis") ("" when none does)."""
+    if reply.isascii() and not _may_promise(reply.lower()):
+        return ""  # what the gate needs is not there: its pattern tries every character
     if not _PROMISE_GATE.search(reply):
         return ""  # most replies: nothing promised, and the sentences are not read
     for sentence in _SENTENCE_END.split(reply):
@@ -581,6 +583,24 @@ _PROMISE_GATE = re.compile(
     r"\b(?:i['’]ll|i will|i won['’]t|i['’]m going to|noted|anotado|anotada|apuntado|notiert"
     r"|noté|c'est noté)\b",
     re.IGNORECASE,
+)
+
+
+def _may_promise(lower: str) -> bool:
+    """Whether lower-cased ASCII text holds a word `_PROMISE_GATE` finds (its others are
+    not ASCII): substring tests, each a fast scan."""
+    return any(word in lower for word in _PROMISE_WORDS)
+
+
+_PROMISE_WORDS = (
+    "i'll",
+    "i will",
+    "i won't",
+    "i'm going to",
+    "noted",
+    "anotad",
+    "apuntado",
+    "notiert",
 )
 _AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
