@@ -301,9 +301,27 @@ def _subject(text: str) -> frozenset[str]:
     # in ASCII text the least word tells whether any opens with a digit
     if subject and (min(subject) < ":" or not text.isascii()):
         subject = frozenset(w for w in subject if not w[0].isdigit())
-    if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
+    # "Dr Shah changed his bisoprolol": the pills changed
+    if _agent_verb(text, words) and (agent := _AGENT.match(text)):
         subject -= frozenset(content_words(agent.group(1)))
     return subject
+
+
+def _agent_verb(text: str, words: AbstractSet[str]) -> bool:
+    """Whether `text` (its content `words`) may say who made a change (`_AGENT`): in ASCII
+    text, its verb is one of the words; the pattern is tried otherwise."""
+    if not text.isascii():
+        return True  # (the pattern's case-blind letters match more than lower-cased words)
+    return not words.isdisjoint(_AGENT_VERBS) or "cancel" in text.lower()
+
+
+_AGENT_VERBS = frozenset(
+    re.findall(
+        r"\S+",
+        """changed stopped switched replaced swapped canceled moved upped raised lowered
+    increased reduced dropped pushed put rescheduled postponed updated""",
+    )
+)
 
 
 @lru_cache(maxsize=1 << 12)
