@@ -412,3 +412,56 @@ def test_what_spells_out_a_rule_goes_with_it() -> None:
         "also can you skip the pleasantries?",
         "like the 'great question!' stuff",
     ]
+
+
+def _long_chat(n: int, seed: int = 3) -> list[Message]:
+    """`n` messages of a chat where the user states a new fact in every one: far more than
+    a note holds, none said twice."""
+    import random
+
+    rng = random.Random(seed)
+    people = ["Amara", "Bjorn", "Chiara", "Dmitri", "Esme", "Farid", "Greta", "Hiro"]
+    cities = ["Lisbon", "Quito", "Oslo", "Hanoi", "Tunis", "Perth", "Lyon", "Cork"]
+    things = ["bike", "boat", "piano", "tent", "drone", "kiln", "loom", "kayak"]
+    out: list[Message] = []
+    for k in range(n // 2):
+        who, where, what = rng.choice(people), rng.choice(cities), rng.choice(things)
+        fact = f"{who} from {where} sold me a {what} for €{rng.randint(10, 9999)} on day {k}."
+        out.append(Message.user(fact))
+        out.append(Message.assistant(f"Noted: the {what} from {who} ({k})."))
+    return out
+
+
+def test_a_long_span_is_ranked_as_if_every_unit_were_read_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    module = sys.modules["kompakt.notes.digest"]  # the package's `digest` is the function
+    span = _long_chat(1_200)
+    assert sum(len(m.text) for m in span) > 40 * 4 * 300  # far past what a note can hold
+    bounded = digest(span, max_tokens=300, tokenizer=FLAT)
+    # every unit read whole (supersession and items for all), as before the bound
+    monkeypatch.setattr(module, "_CANDIDATE_ROOM", 10**9)
+    assert digest(span, max_tokens=300, tokenizer=FLAT) == bounded
+
+
+def test_an_update_outside_the_best_units_still_outdates_one_of_them() -> None:
+    # the old value is among the best units of a long span, the update (long, said in
+    # passing) among the rest: it is found, and takes the old one's place
+    old = Message.user("Launch: 14 March 2025, 10:30, €40,000 max.")
+    new = Message.user(
+        "ok so after a lot of back and forth the launch is 9 October now, which honestly"
+        " gives all of us a lot more breathing room than any of us had been expecting"
+    )
+    span = [
+        *_long_chat(600),
+        old,
+        Message.assistant("Got it."),
+        *_long_chat(400, seed=4),
+        new,
+        Message.assistant("Ok."),
+        *_long_chat(600, seed=5),
+    ]
+    note = digest(span, max_tokens=150, tokenizer=FLAT)
+    assert "9 October" in note and "14 March" not in note

@@ -50,7 +50,7 @@ from functools import lru_cache
 
 from kompakt.fencing import escape
 from kompakt.messages import Message
-from kompakt.notes.ledger import Ledger, superseded, supersessions, surviving_clauses
+from kompakt.notes.ledger import Ledger, Supersessions, superseded, surviving_clauses
 from kompakt.notes.salience import (
     Salience,
     acknowledged_rule,
@@ -402,7 +402,7 @@ def digest_items(
     >>> digest_items([Message.user("run the tests")])[0][:2]
     ('requests', 'run the tests')
     """
-    ex = _extract(messages, max_tokens, tokenizer or CharEstimator())
+    ex = _extract(messages, max_tokens, tokenizer or CharEstimator(), bounded=False)
     ranked = sorted(ex.items(), key=lambda i: (-(i.score + math.log(i.count)), -i.order, i.text))
     rules = [("instructions", e.text, 20.0) for e in ex.ledger.entries()]
     return rules + [(i.section, _line(i), i.score + math.log(i.count)) for i in ranked]
@@ -516,6 +516,9 @@ class _Extraction:
     """A transcript sent as the user's messages: who each speaker its lines name is."""
     turns: dict[int, int] = field(default_factory=dict)
     """Where one message holds many turns of a transcript: each unit's turn in it."""
+    room: int = 0
+    """The note's tokens, where only what could make it is read whole (0: everything is,
+    as `digest_items` ranks every candidate)."""
     when: str = ""
     """The date of the session being read, where a dated header opened it."""
     header: str = ""
@@ -536,9 +539,14 @@ class _Extraction:
 
 
 def _extract(
-    messages: Sequence[Message], max_tokens: int, tok: Tokenizer, later: Sequence[Message] = ()
+    messages: Sequence[Message],
+    max_tokens: int,
+    tok: Tokenizer,
+    later: Sequence[Message] = (),
+    *,
+    bounded: bool = True,
 ) -> _Extraction:
-    ex = _Extraction()
+    ex = _Extraction(room=max_tokens if bounded else 0)
     c = ex.c
     n = max(1, len(messages) - 1)
     commands: dict[str, _Item] = {}
@@ -699,7 +707,8 @@ def _conversation(
         person = m.role == "user" or ex.peers
         if ex.asked and person and not is_question(units[0].text):
             ex.answers.add(units[0].order)
-        ex.asked = _ASKS_WHAT.search(units[-1].text) is not None and is_question(units[-1].text)
+        # (the question first: the pattern tries every character of what is no question)
+        ex.asked = is_question(units[-1].text) and _ASKS_WHAT.search(units[-1].text) is not None
     if ex.when and not context_only:  # the facts it keeps are dated; the header goes
         if ex.header:  # this message opens a session: read once, in `_extract`
             units = _without_header(units, ex.speakers, ex.header)
@@ -997,17 +1006,23 @@ def _rank_units(ex: _Extraction) -> None:
     # said apart, each its own statement
     apart = [u.position if u.position >= 0 else -1 - k for k, (u, _) in enumerate(kept)]
     replies = {k for k, (u, _) in enumerate(kept) if _ranked_as(ex, u.source) == "assistant"}
-    stale = {
-        old: others
-        for old, newer in supersessions(
-            [
-                (_unlabelled(u.text, speakers) if speakers else u.text, float(u.order))
-                for u, _ in kept
-            ],
-            replies=replies,
-        ).items()
-        if (others := [n for n in newer if apart[n] != apart[old]])
-    }
+    index = Supersessions(
+        [(_unlabelled(u.text, speakers) if speakers else u.text, float(u.order)) for u, _ in kept],
+        replies=replies,
+    )
+    # what could make the note, and what that needs: what outdates it (which inherits
+    # its worth, and may be outdated in turn); the rest is never read whole
+    chosen = _candidates(kept, ex.room, request) if ex.room else None
+    todo = list(range(len(kept))) if chosen is None else sorted(chosen, reverse=True)
+    seen = set(todo)
+    stale: dict[int, list[int]] = {}
+    while todo:
+        old = todo.pop()
+        if others := [n for n in index.newer(old) if apart[n] != apart[old]]:
+            stale[old] = others
+            fresh = [n for n in others if n not in seen]
+            seen.update(fresh)
+            todo.extend(fresh)
     # the current value is worth what the stale one was: what it is about mattered
     inherited: dict[int, float] = {}
     for old, newer in sorted(stale.items(), key=lambda x: kept[x[0]][0].order):
@@ -1016,7 +1031,7 @@ def _rank_units(ex: _Extraction) -> None:
             inherited[new] = max(inherited.get(new, 0.0), worth)
     for k, (u, score) in enumerate(kept):
         text = u.text
-        if score == _CONTEXT_ONLY:
+        if score == _CONTEXT_ONLY or k not in seen:
             continue
         score = max(score, inherited.get(k, score))
         if k in stale:  # later statements changed it: only what they did not change stays
@@ -1032,6 +1047,41 @@ def _rank_units(ex: _Extraction) -> None:
                 item.flags.add("assistant")
             if _echoes(u, ex):
                 item.flags.add("echo")
+
+
+def _candidates(
+    kept: Sequence[tuple[Unit, float]], room: int, request: int | None
+) -> set[int] | None:
+    """The units (by index in `kept`) that could make a note of `room` tokens: the best by
+    score and the best for their size (how the note picks), each until their lines hold
+    `_CANDIDATE_ROOM` notes, and the request's (what outdates them cuts the request).
+    None when all of them could."""
+    cost: dict[str, int] = {}  # a text said again is one line
+    for u, score in kept:
+        if score != _CONTEXT_ONLY and u.text not in cost:
+            cost[u.text] = min(len(u.text), _MAX_ITEM_CHARS) // 4 + 2
+    enough = _CANDIDATE_ROOM * room
+    if sum(cost.values()) <= enough:
+        return None
+    live = [k for k, (_, score) in enumerate(kept) if score != _CONTEXT_ONLY]
+    chosen = {k for k in live if kept[k][0].position == request}
+    for key in (
+        lambda k: -kept[k][1],
+        lambda k: -kept[k][1] / (1 + cost[kept[k][0].text] / 80),
+    ):
+        held, counted = 0, set()
+        for k in sorted(live, key=key):
+            chosen.add(k)
+            text = kept[k][0].text
+            if text not in counted:
+                counted.add(text)
+                held += cost[text]
+                if held >= enough:
+                    break
+    return chosen
+
+
+_CANDIDATE_ROOM = 3
 
 
 def _current_part(text: str, newer: Sequence[str]) -> str:

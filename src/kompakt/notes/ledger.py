@@ -16,6 +16,7 @@ current.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Container, Sequence
@@ -37,6 +38,7 @@ from kompakt.notes.salience import (
 __all__ = [
     "Entry",
     "Ledger",
+    "Supersessions",
     "drop_superseded",
     "same_subject",
     "superseded",
@@ -268,6 +270,7 @@ def _days_and_months() -> dict[str, str]:
 
 
 _SAME_DAY = _days_and_months()
+_DAY_WORDS = frozenset(_SAME_DAY)
 # a change in Chinese names its new value after the verb: "改成新西兰了"
 _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定在|改在)[^\s，。！？了]")
 
@@ -275,9 +278,7 @@ _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定�
 @lru_cache(maxsize=1 << 14)
 def _statement(text: str) -> _Statement:
     words = [_SAME_DAY.get(w, w) for w in content_words(text)]
-    subject = frozenset(w for w in words if w not in _GENERIC and not w[0].isdigit())
-    if agent := _AGENT.match(text):  # "Dr Shah changed his bisoprolol": the pills changed
-        subject -= frozenset(content_words(agent.group(1)))
+    subject = _subject(text)
     # a question states nothing that could go stale
     valued = not is_question(text) and bool(value_signal(text) or _CJK_NEW_VALUE.search(text))
     stateful = valued or (not is_question(text) and bool(entity_signal(text)))
@@ -286,6 +287,41 @@ def _statement(text: str) -> _Statement:
     cue = gone or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
     return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone, valued)
+
+
+@lru_cache(maxsize=1 << 14)
+def _subject(text: str) -> frozenset[str]:
+    """The content words that name what a statement speaks of: read of every statement
+    of a span, where the rest of `_statement` is read of the few compared."""
+    words = frozenset(content_words(text))
+    if not words.isdisjoint(_DAY_WORDS):
+        words = frozenset(_SAME_DAY.get(w, w) for w in words)
+    subject = words - _GENERIC  # set operations: a loop in C, over the few words said
+    # a word opens with a letter or a digit, and ASCII digits sort before every letter:
+    # in ASCII text the least word tells whether any opens with a digit
+    if subject and (min(subject) < ":" or not text.isascii()):
+        subject = frozenset(w for w in subject if not w[0].isdigit())
+    # "Dr Shah changed his bisoprolol": the pills changed
+    if _agent_verb(text, words) and (agent := _AGENT.match(text)):
+        subject -= frozenset(content_words(agent.group(1)))
+    return subject
+
+
+def _agent_verb(text: str, words: AbstractSet[str]) -> bool:
+    """Whether `text` (its content `words`) may say who made a change (`_AGENT`): in ASCII
+    text, its verb is one of the words; the pattern is tried otherwise."""
+    if not text.isascii():
+        return True  # (the pattern's case-blind letters match more than lower-cased words)
+    return not words.isdisjoint(_AGENT_VERBS) or "cancel" in text.lower()
+
+
+_AGENT_VERBS = frozenset(
+    re.findall(
+        r"\S+",
+        """changed stopped switched replaced swapped canceled moved upped raised lowered
+    increased reduced dropped pushed put rescheduled postponed updated""",
+    )
+)
 
 
 @lru_cache(maxsize=1 << 12)
@@ -337,7 +373,9 @@ def _amounts(text: str) -> frozenset[tuple[str, str]]:
     return frozenset([c for c in counted if not date_word(c[0])] + priced)
 
 
-_COUNTED = re.compile(r"(?<![\w.,:$€£¥-])(\d(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
+# led by the digit, the look behind after it: the engine skips to digits fast, where a
+# pattern led by a look behind is tried at every character
+_COUNTED = re.compile(r"(\d(?<![\w.,:$€£¥-]\d)(?:[\d,.]*\d)?)\s?([^\W\d_]{2,})")
 _PRICED = re.compile(r"([$€£¥])\s?(\d(?:[\d,.]*\d)?)")
 _PRICED_AFTER = re.compile(r"(\d(?:[\d,.]*\d)?)\s?([$€£¥])")  # "19.380 €", as Europe writes it
 
@@ -561,54 +599,66 @@ def supersessions(
     ...                ("The warranty is now 3 years.", 3)])
     {0: [1, 2]}
     """
-    statements = [_statement(t) for t, _ in texts]
-    said: Counter[str] = Counter()  # how many statements name each word
-    by_word: dict[str, list[int]] = {}  # the statements that could go stale, by word
-    for i, st in enumerate(statements):
-        said.update(st.subject)
-        if st.stateful:  # only a statement of a value or a named thing can go stale
-            for w in st.subject:
-                by_word.setdefault(w, []).append(i)
-    common = max(8, min(64, len(texts) // 20))
-    rare = {w for w, n in said.items() if n <= _RARE}
-    gone: dict[int, list[int]] = {}
-    for j, (_, when) in enumerate(texts):
-        newer = statements[j]
+    index = Supersessions(texts, replies=replies)
+    return {i: newer for i in range(len(texts)) if (newer := index.newer(i))}
+
+
+class Supersessions:
+    """The statements of a span indexed by their subject words: `newer(i)` is every later
+    statement that supersedes statement `i` (see `supersessions`). Asked only of the
+    statements a note could keep, it reads whole only those and their rivals, not the
+    thousands of a long span.
+
+    >>> index = Supersessions([("The deadline is May 1.", 1), ("I like tea.", 2),
+    ...                        ("The deadline moved to June 3.", 3)])
+    >>> index.newer(0), index.newer(1)
+    ([2], [])
+    """
+
+    def __init__(self, texts: Sequence[tuple[str, float]], *, replies: Container[int] = ()):
+        self.texts = texts
+        self.replies = replies
+        self.subjects = [_subject(t) for t, _ in texts]
+        # how many statements name each word (counted in one call)
+        said = Counter(itertools.chain.from_iterable(self.subjects))
+        common = max(8, min(64, len(texts) // 20))  # a word said everywhere names no subject
+        self.rare = {w for w, n in said.items() if n <= _RARE}
+        self.moves = _moves(texts)  # most spans: none, and no home is read
+        self.by_word: dict[str, list[int]] = {}
+        for j, subject in enumerate(self.subjects):
+            for w in subject:
+                if said[w] <= common:
+                    self.by_word.setdefault(w, []).append(j)
+
+    def newer(self, i: int) -> list[int]:
+        """The later statements that supersede statement `i`, oldest first."""
+        text, when = self.texts[i]
+        old = _statement(text)
+        if not old.stateful:  # only a statement of a value or a named thing can go stale
+            return []
         rivals: set[int] = set()
-        for w in newer.subject:
-            if said[w] <= common and w in by_word:  # a word said everywhere names no subject
-                rivals.update(by_word[w])
-        for i in sorted(rivals):
-            firm = j in replies
-            if (
-                i != j
-                and texts[i][1] < when
-                and _superseded(statements[i], newer, firm=firm, rare=rare)
-            ):
-                gone.setdefault(i, []).append(j)
-    _moves(texts, gone)
-    for newer_ones in gone.values():
-        newer_ones.sort(key=lambda j: texts[j][1])
-    return gone
+        for w in self.subjects[i]:
+            rivals.update(self.by_word.get(w, ()))
+        texts, replies, rare = self.texts, self.replies, self.rare
+        gone = [
+            j
+            for j in rivals
+            if texts[j][1] > when
+            and _superseded(old, _statement(texts[j][0]), firm=j in replies, rare=rare)
+        ]
+        if self.moves and " in " in text and (home := _HOME.search(text)):
+            gone += [j for j, place, moved in self.moves if moved > when and place != home[1]]
+        return sorted(set(gone), key=lambda j: (texts[j][1], j))
 
 
-def _moves(texts: Sequence[tuple[str, float]], gone: dict[int, list[int]]) -> None:
-    """Where someone lives changes with a move, though the two share no word: "I'm in
-    Columbus" is outdated by "we're moving to Pittsburgh" (and added to `gone`)."""
-    moves = [
-        (j, found.group(1), when)
+def _moves(texts: Sequence[tuple[str, float]]) -> list[tuple[int, str, float]]:
+    """The statements of a move, with where to: where someone lives changes with one,
+    though the two share no word ("I'm in Columbus", then "we're moving to Pittsburgh")."""
+    return [
+        (j, found[1], when)
         for j, (text, when) in enumerate(texts)
         if ("mov" in text or "reloc" in text) and (found := _MOVE.search(text))
     ]
-    if not moves:
-        return  # most spans: nobody moves, and the homes are not read
-    for i, (text, when) in enumerate(texts):
-        home = _HOME.search(text) if " in " in text else None
-        if home is None:
-            continue
-        for j, place, moved in moves:
-            if moved > when and place != home.group(1) and j not in gone.get(i, []):
-                gone.setdefault(i, []).append(j)
 
 
 _HOME = re.compile(

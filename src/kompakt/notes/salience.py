@@ -359,22 +359,23 @@ def _read(text: str) -> _Text:
     lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
     cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
-    content: list[str] = []
-    for w in words:
-        if w in _STOP:
-            continue
-        if cjk and _CJK.search(w):
-            chars = [c for c in w if _CJK.match(c)]
-            content.extend(a + b for a, b in itertools.pairwise(chars))
-            if len(chars) == 1:
-                content.append(chars[0])
-        else:
-            content.append(w)
+    content = [w for w in words if w not in _STOP]  # a comprehension: most text is not CJK
+    if cjk:
+        content = [pair for w in content for pair in _cjk_pairs(w)]
     digits = _DIGIT.search(text) is not None
     capitals = text[1:] != text[1:].lower()
     wordset = frozenset(words)
     question = text.rstrip().endswith(("?", "？")) or _unmarked_question(text, cjk)
     return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
+
+
+def _cjk_pairs(word: str) -> list[str]:
+    """A word as content: CJK characters as pairs (or the one alone), else itself."""
+    if not _CJK.search(word):
+        return [word]
+    chars = [c for c in word if _CJK.match(c)]
+    pairs = [a + b for a, b in itertools.pairwise(chars)]
+    return pairs if len(chars) != 1 else [*pairs, chars[0]]
 
 
 def content_words(text: str) -> list[str]:
@@ -590,6 +591,8 @@ def _promised(reply: str) -> str:
     """The sentence of a reply, past its opening, that promises to keep a rule ("I'll put
     that line above the sign-off on every customer email from now on", "And noted:
     WhatsApp version without emojis") ("" when none does)."""
+    if reply.isascii() and not _may_promise(reply.lower()):
+        return ""  # what the gate needs is not there: its pattern tries every character
     if not _PROMISE_GATE.search(reply):
         return ""  # most replies: nothing promised, and the sentences are not read
     for sentence in _SENTENCE_END.split(reply):
@@ -610,6 +613,24 @@ _PROMISE_GATE = re.compile(
     r"\b(?:i['’]ll|i will|i won['’]t|i['’]m going to|noted|anotado|anotada|apuntado|notiert"
     r"|noté|c'est noté)\b",
     re.IGNORECASE,
+)
+
+
+def _may_promise(lower: str) -> bool:
+    """Whether lower-cased ASCII text holds a word `_PROMISE_GATE` finds (its others are
+    not ASCII): substring tests, each a fast scan."""
+    return any(word in lower for word in _PROMISE_WORDS)
+
+
+_PROMISE_WORDS = (
+    "i'll",
+    "i will",
+    "i won't",
+    "i'm going to",
+    "noted",
+    "anotad",
+    "apuntado",
+    "notiert",
 )
 _AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -1088,6 +1109,11 @@ def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
     return 0.0
 
 
+def _worded(content: tuple[str, ...]) -> bool:
+    """Whether a word of `content` opens with a letter (most open the unit: one test)."""
+    return content[0][0].isalpha() or any(w[0].isalpha() for w in content)
+
+
 _COMMON_NAME = 4
 _COMMON_SHARE = 0.02
 _AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
@@ -1115,12 +1141,17 @@ class Salience:
         said = Counter(texts)  # a unit said again counts again, but is read once
         df: Counter[str] = Counter()
         names: set[str] = set()
+        once: list[str] = []  # the words of the texts said once, counted in one call
         for text, times in said.items():
             t = _read(text)
-            for w in set(t.content):
-                df[w] += times
+            if times == 1:
+                once.extend(set(t.content))
+            else:
+                for w in set(t.content):
+                    df[w] += times
             if t.capitals and _entity(t):
                 names.update(t.names)
+        df.update(once)
         return cls(df, said.total(), frozenset(names))
 
     def rarity(self, text: str) -> float:
@@ -1132,14 +1163,11 @@ class Salience:
         if not t.content:
             return 0.0
         idf = self._idf
-        n, df, unseen = 1 + self.n, self.df, self._unseen
-        weights = set()
-        for w in t.content:
-            x = idf.get(w)
-            if x is None:  # each word's IDF is computed once per conversation
-                c = df.get(w, 0)
-                x = idf[w] = math.log(n / (1 + c)) if c else unseen
-            weights.add(x)
+        if not idf and self.df:  # each word's IDF, computed once per conversation
+            n, unseen = 1 + self.n, self._unseen
+            idf.update({w: math.log(n / (1 + c)) if c else unseen for w, c in self.df.items()})
+        get, unseen = idf.get, self._unseen
+        weights = {get(w, unseen) for w in t.content}
         top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
         return min(1.0, sum(top) / len(top) / self._norm)
 
@@ -1180,7 +1208,7 @@ class Salience:
     def score(self, text: str, source: str) -> float:
         """The salience of one unit said by `source` (user, assistant, tool, system)."""
         t = _read(text)
-        if not t.content or _filler(t) or not any(w[0].isalpha() for w in t.content):
+        if not t.content or _filler(t) or not _worded(t.content):
             return 0.0  # nothing said, or a number alone ("(10)"): nothing to keep
         values = _value(t)
         entities = _entity(t)

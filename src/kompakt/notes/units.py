@@ -104,11 +104,16 @@ def split_sentences(line: str) -> list[str]:
     out.append(line[start:].strip())
     joined: list[str] = []
     for s in out:
-        if joined and s.startswith("(") and s.rstrip(".!?").endswith(")"):
+        if not joined:
+            if s:
+                joined.append(s)
+        elif s.startswith("(") and s.rstrip(".!?").endswith(")"):
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
-        elif joined and not _has_letters(joined[-1]):
+        elif not joined[-1][:1].isalpha() and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
-        elif joined and (_instead(s) or _THAT_IS_NEW.match(s)):
+        elif (s[-1:] in _INSTEAD_LAST and _instead(s)) or (
+            s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s)
+        ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
             joined.append(s)
@@ -136,6 +141,9 @@ def _instead(sentence: str) -> bool:
 
 
 _INSTEAD_WORDS = 6
+# what `_instead` and `_THAT_IS_NEW` need, tested first: most sentences are out at once
+_INSTEAD_LAST = frozenset("dD .!?…")
+_THAT_FIRST = frozenset("tTiIİı")
 # "... under 1:55 if the day is good. That's my new goal.": what "that" is goes with it
 _THAT_IS_NEW = re.compile(
     r"(?:that|this|it)(?:'s|’s| is) (?:my|our|the) (?:new|updated|final|actual) [\w-]+"
