@@ -674,3 +674,11 @@ def test_a_move_outdates_where_someone_lived() -> None:
     ]
     assert supersessions(texts) == {0: [2]}
     assert supersessions(texts[:2]) == {}
+
+
+def test_an_acknowledgement_alone_acknowledges_no_rule() -> None:
+    """ "Noted." alone, then what the reply goes on to: nothing was asked for good."""
+    reply = "Noted. A generic inbox at this stage isn't disqualifying, but chase them."
+    assert acknowledged_rule(reply) == frozenset()
+    said = "Noted: Dr. Nwosu — vegan; Yuki Tanaka — no shellfish. I'll brief the caterer."
+    assert {"nwosu", "vegan", "shellfish"} <= acknowledged_rule(said)

@@ -551,7 +551,13 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     """
     opening = reply.lstrip(" \n-*•>")
     head = opening[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
-    if _ACK.match(head) or _ACK_AFTER.match(head):  # "Noted: ...", "No X — understood."
+    if (ack := _ACK.match(head)) or _ACK_AFTER.match(head):  # "Noted: ...", "No X — understood."
+        # what is acknowledged is said in the sentence of the acknowledgement ("Noted. A
+        # generic inbox isn't disqualifying ..." goes on to something else)
+        said = _SENTENCE_END.split(head[ack.end() :] if ack else head, maxsplit=1)[0]
+        if ack and _STOPPED.search(ack.group()) and not _ACK_STANDING.search(said):
+            said = ""  # "Noted." alone, then what the reply goes on to
+        head = head[: ack.end()] + said if ack else said
         if head.rstrip().endswith(":"):  # "Noted for every invitation:\n1. No emojis\n2. ..."
             head = " ".join([head, *_listed(opening)])
         # a rule acknowledged says for good, or states no value nor name as a fact does
@@ -579,6 +585,7 @@ def _listed(reply: str) -> list[str]:
 
 
 _ACK_LINES = 6
+_STOPPED = re.compile(r"[.!。！]")
 _LIST_ITEM = re.compile(r"\s*(?:[-*•]|\d+[.)])\s+\S")
 # an acknowledgement that closes the restated rule: "No protein powder — understood."
 _ACK_AFTER = re.compile(
@@ -633,7 +640,11 @@ _PROMISE_WORDS = (
     "notiert",
 )
 _AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# a sentence ends at a stop and a space, not after a title ("Dr. Nwosu") or "e.g."
+_SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bSt\.)(?<!\bMrs\.)(?<!\bvs\.)(?<!\be\.g\.)"
+    r"(?<!\bi\.e\.)(?<=[.!?])\s+|\n+"
+)
 
 
 # what the English stop words leave of other languages' small words: no content to share
@@ -669,7 +680,8 @@ _FROM_NOW = re.compile(
 _ACK_STANDING = re.compile(
     # ("instead of", "no longer", "now" say a change was made, not a rule kept)
     r"\b(?:always|never|every|each time|from now on|going forward|whenever|unless"
-    r"|rather than|by default|in future|i'll keep|i'll stick|i won't"
+    r"|rather than|by default|in future|i'll keep|i'll stick|i won't|i will keep|i will stick"
+    r"|in everything|in anything|in all"
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
     r"|ab jetzt|ab sofort|von nun an|künftig|toujours|jamais|désormais|dorénavant"
     r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante)\b"
