@@ -972,15 +972,16 @@ _PREFERENCE = re.compile(
     r"\b(?:i|we)(?:['’]m| am| really| honestly| just| totally)? (?:hate|love|adore|loathe"
     r"|can['’]t stand|cannot stand|refuse|detest|don['’]t (?:like|eat|drink|do))\b"
     # someone the user looks after: "he can't stand fish pie", "my dad hates onions"
-    r"|\b(?:he|she|they|(?:my|our) \w+)(?: really| just| absolutely)? (?:hates|loves|adores"
-    r"|loathes|detests|refuses|can['’]t stand|cannot stand|doesn['’]t (?:like|eat|drink))\b"
+    r"|\b(?:he|she|they|(?:my|our) \w+)(?: really| just| absolutely)? (?:hates|loves|likes"
+    r"|prefers|adores|loathes|detests|refuses|can['’]t stand|cannot stand"
+    r"|doesn['’]t (?:like|eat|drink))\b"
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
     r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
     """hate love adore loathe stand refuse detest don't favorite favourite going fan hates
-    loves adores loathes detests refuses doesn't"""
+    loves likes prefers adores loathes detests refuses doesn't"""
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
