@@ -1129,7 +1129,7 @@ def _worded(content: tuple[str, ...]) -> bool:
 
 _COMMON_NAME = 4
 _COMMON_SHARE = 0.02
-_AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.85, "tool": 0.6}
+_AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.6, "tool": 0.6}
 
 
 class Salience:
