@@ -126,7 +126,7 @@ _RECENCY = 0.5  # newer says more, among lines alike
 # (more made the first rounds' lines, let in while the budget was loose, crowd out the
 # later rounds')
 _KEPT_BEFORE = 0.5
-_INTRODUCES = 0.3
+_INTRODUCES = 0.3  # where a name is met first: told there, only mentioned after
 _ANSWERS = 0.5  # a unit that answers "what are they called?" with a name or a value
 # a question that asks for a fact: who, what, where, when, which, how many / much / old
 _ASKS_WHAT = re.compile(
@@ -135,7 +135,7 @@ _ASKS_WHAT = re.compile(
     r"|wer|was|wo|wann|welche[rsn]?|wie viele?|qui|quoi|où|quand|quel(?:le)?s?|combien)\b"
     r"|什么|哪|谁|几|多少|何|どこ|いつ|誰|いくら|どの|どんな",
     re.IGNORECASE,
-)  # where a name is met first: told there, only mentioned after
+)
 _CONTEXT_ONLY = -1e9  # the mark of a unit that only supersedes (it is sent after the note)
 _UNITS_PER_MESSAGE = {"user": 6, "assistant": 3}  # a reply elaborates; the user tells
 _BOILERPLATE = 3  # a unit said word for word in this many messages is boilerplate

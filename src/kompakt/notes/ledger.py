@@ -312,14 +312,14 @@ def _agent_verb(text: str, words: AbstractSet[str]) -> bool:
     text, its verb is one of the words; the pattern is tried otherwise."""
     if not text.isascii():
         return True  # (the pattern's case-blind letters match more than lower-cased words)
-    return not words.isdisjoint(_AGENT_VERBS) or "cancel" in text.lower()
+    return not words.isdisjoint(_AGENT_VERBS)
 
 
 _AGENT_VERBS = frozenset(
     re.findall(
         r"\S+",
-        """changed stopped switched replaced swapped canceled moved upped raised lowered
-    increased reduced dropped pushed put rescheduled postponed updated""",
+        """changed stopped switched replaced swapped cancelled canceled moved upped raised
+        lowered increased reduced dropped pushed put rescheduled postponed updated""",
     )
 )
 
@@ -337,9 +337,8 @@ _NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
 # who made a change to something ("Dr Shah changed his bisoprolol", "Thermobake moved
 # the delivery to 2 April"): what changed is what follows the verb, not who changed it
 _AGENT = re.compile(
-    r"\W*([^\W\d][\w .'’-]{0,40}?)\s+(?:has |have |had )?(?:changed|stopped|switched|replaced"
-    r"|swapped|cancel+ed|canceled|moved|upped|raised|lowered|increased|reduced|dropped|pushed"
-    r"|put|rescheduled|postponed|updated)\s+(?:his|her|their|my|our|your|its|the|a|an)\b",
+    r"\W*([^\W\d][\w .'’-]{0,40}?)\s+(?:has |have |had )?"
+    rf"(?:{'|'.join(sorted(_AGENT_VERBS))})\s+(?:his|her|their|my|our|your|its|the|a|an)\b",
     re.IGNORECASE,
 )
 

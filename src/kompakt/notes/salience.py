@@ -612,13 +612,11 @@ def _promised(reply: str) -> str:
     return ""
 
 
-_PROMISE = re.compile(
-    r"\b(?:i['’]ll|i will|i won['’]t|i will not|i['’]m going to|i['’]ll make sure to)\b",
-    re.IGNORECASE,
-)
+_PROMISES = r"i['’]ll|i will|i won['’]t|i will not|i['’]m going to"
+_PROMISE = re.compile(rf"\b(?:{_PROMISES})\b", re.IGNORECASE)
+# a promise, or a "noted" said past the opening, as `_promised` reads them
 _PROMISE_GATE = re.compile(
-    r"\b(?:i['’]ll|i will|i won['’]t|i['’]m going to|noted|anotado|anotada|apuntado|notiert"
-    r"|noté|c'est noté)\b",
+    rf"\b(?:{_PROMISES}|noted|anotado|anotada|apuntado|notiert|noté|c'est noté)\b",
     re.IGNORECASE,
 )
 
@@ -780,10 +778,7 @@ def _constraint(t: _Text) -> float:
     cued = _cued(t, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH)
     if cued and "must" in t.words and _GUESSED.search(t.text):
         # "Biscuit must be thrilled", "that must have been scary": a guess, no rule
-        rest = _read(_GUESSED.sub(" ", t.text))
-        cued = _cued(
-            rest, _CONSTRAINT_WORDS, _CONSTRAINT_PHRASE_GATE, _CONSTRAINT_PHRASE, _CONSTRAINT_ZH
-        )
+        return _constraint(_read(_GUESSED.sub(" ", t.text)))
     return 1.0 if cued else 0.0
 
 
