@@ -430,6 +430,29 @@ def test_a_title_does_not_end_a_sentence_and_a_bare_value_keeps_its_gloss() -> N
     assert split_sentences("It took long. 1:58:40.") == ["It took long. 1:58:40."]
 
 
+def test_a_change_said_over_two_sentences_is_one_unit() -> None:
+    """A change announced with no value, and the value said after it, are one statement:
+    alone, the first says nothing and the second says nothing of what changed."""
+    said = "bad news. IND emailed, they moved us. new appointment is Thursday 23 May. ugh"
+    assert split_sentences(said) == [
+        "bad news.",
+        "IND emailed, they moved us. new appointment is Thursday 23 May.",
+        "ugh",
+    ]
+    assert split_sentences("oven moved AGAIN. 2 April now. I could cry")[0] == (
+        "oven moved AGAIN. 2 April now."
+    )
+    booked = "IND confirmed the biometrics appointment! Tuesday 14 May, 10.30, Rotterdam desk."
+    assert split_sentences(booked + " we both need to go")[0] == booked
+    assert superseded(booked, split_sentences(said)[1])  # "new appointment": the same one
+    # what only looks like it stays apart: a mood "now", a change with its value in it
+    assert split_sentences("I was so nervous. Now I'm just tired.") == [
+        "I was so nervous.",
+        "Now I'm just tired.",
+    ]
+    assert len(split_sentences("We moved it to May 3. 40 guests now.")) == 2
+
+
 def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
     assert entity_signal("It's with a company called Brightwater Analytics.") == 2.0
     assert entity_signal("I called mum about Paris.") == 1.0  # a call, not a name given

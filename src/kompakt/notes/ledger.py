@@ -331,7 +331,8 @@ def _renewed(text: str) -> frozenset[str]:
     return frozenset(_NEW_THING.findall(text.lower()))
 
 
-_NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
+# "my new goal", "the new date", and a sentence opening on it: "new appointment is ..."
+_NEW_THING = re.compile(r"(?:\b(?:my|our|the) |(?:^|[.!?:]) ?)new ([a-z][a-z-]+)")
 
 
 # who made a change to something ("Dr Shah changed his bisoprolol", "Thermobake moved
