@@ -719,7 +719,10 @@ def _conversation(
     # an agent's task is in the note whole: its sentences only supersede
     only = context_only or bonus == _AGENT_TASK
     if not rules:  # most messages: every unit is ranked, none goes to the ledger
-        ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        if only or not (ex.peers or _between_people(ex)):
+            ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        else:  # what one person asks of the other for good is worth more than their chat
+            ex.units.extend([(u, recency, bonus + _asked_of(u)) for u in units])
         return []
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
@@ -746,6 +749,13 @@ def _conversation(
     return ruled
 
 
+def _asked_of(u: Unit) -> float:
+    """The worth a person's standing request to the other adds ("don't text me after 9pm
+    unless it's urgent"): between people nothing goes to the ledger."""
+    return _PEER_RULE if is_instruction(u.text) else 0.0
+
+
+_PEER_RULE = 0.75
 _RULE_MESSAGE_UNITS = 6
 # what spells out the rule before it: "like two or three sentences", "e.g. 09:00 CET"
 _ELABORATION = re.compile(

@@ -536,7 +536,10 @@ class Ledger:
             if _norm(e.text) == key or key in _norm(e.text):
                 e.order = max(e.order, order) if _norm(e.text) == key else e.order
                 return  # said again (or contained in what is kept): nothing new
-            if _norm(e.text) in key or (e.order <= order and _replaces(e.rule or e.text, rule)):
+            if _norm(e.text) in key or (
+                e.order <= order
+                and _replaces(e.rule or e.text, rule, together=_said_together(e.order, order))
+            ):
                 self._entries.remove(e)
         self._entries.append(Entry(text, order, salience, shown, "" if rule == text else rule))
 
@@ -548,11 +551,20 @@ class Ledger:
         return len(self._entries)
 
 
-def _replaces(older: str, newer: str) -> bool:
+def _said_together(a: float, b: float) -> bool:
+    """Whether two orders are of one message (a message's units are its fractions)."""
+    return int(a) == int(b)
+
+
+def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
+    """Whether the rule `newer` replaces `older`; rules said `together` in one message
+    both stand."""
     a, b = _subject_words(older), _subject_words(newer)
     if not a or not b:
         return False
     shared = a & b
+    if together:
+        return False
     if update_cue(newer) and (shared or _negates(older, newer)):
         return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
