@@ -584,7 +584,7 @@ def test_two_rules_said_in_one_message_both_stand() -> None:
     ledger.add("round everything to the nearest pound, I don't care about pence.", order=64.1)
     ledger.add("And put the savings row at the top, it's what we actually care about.", order=64.2)
     assert len(ledger.entries()) == 2
-    ledger.add("Actually, show the pence too, I care about them now.", order=80.0)
+    ledger.add("Actually, show the pence too.", order=80.0)
     assert [e.text[:12] for e in ledger.entries()] == ["And put the ", "Actually, sh"]
 
 
