@@ -484,6 +484,22 @@ def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
     assert not is_instruction(said)
 
 
+@pytest.mark.parametrize(
+    "taste",
+    [
+        "Theo won't eat mushrooms, never has.",
+        "Tema comida: a mí el pulpo no me gusta nada, ni en pintura.",
+        "Il mio piatto preferito è la parmigiana.",
+        "Je déteste le céleri.",
+        "Não gosto de coentro.",
+    ],
+)
+def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) -> None:
+    from kompakt.notes.salience import _preference, _read
+
+    assert _preference(_read(taste)) == 1.0
+
+
 def test_a_tag_asks_for_a_nod_not_an_answer() -> None:
     assert not is_question("no emojis in anything I send, ok?")
     assert is_question("Is the dentist at 3, or at 4?")

@@ -64,7 +64,7 @@ _UPDATE_CUE = re.compile(
     r"|movid[oa]|pasa de|passa de|pasó a|déplacée?s?|verschoben|spostat[oa]|aplazad[oa]"
     r"|pospuest[oa]|adiad[oa]|reportée?s?|rinviat[oa]|cancelad[oa]|annulée?s?|abgesagt|annullat[oa]"
     r"|al final|finalmente|finalement|en fait|en realidad|eigentlich|doch nicht"
-    r"|corrijo|corrección|correção|korrektur)\b"
+    r"|corrijo|corrección|correção|korrektur|correggo|correzione|corrigo|je corrige)\b"
     # "Neuer Termin: Donnerstag", "nueva fecha: el 14", "nouvelle date :"
     r"|\b(?:neuer?|neues|nuev[oa]|nouvel(?:le)?|nouveau|nuov[oa]|nov[oa]) [\w -]{1,24}\s?:",
     re.IGNORECASE,

@@ -1017,12 +1017,21 @@ _PREFERENCE = re.compile(
     r"|prefers|adores|loathes|detests|refuses|can['’]t stand|cannot stand"
     r"|doesn['’]t (?:like|eat|drink))\b"
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
-    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)",
+    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)"
+    r"|\b(?:won['’]t|will not|never) (?:eat|drink|touch)\b"  # "Theo won't eat mushrooms"
+    # Spanish, Portuguese, French, German, Italian: "a mí el pulpo no me gusta nada"
+    r"|\b(?:me gustan?|me encantan?|odio|detesto|no soporto|prefiero|gosto d[eoa]s?|adoro"
+    r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
+    r"|ich (?:mag|hasse|liebe|bevorzuge)|mi piace|mi piacciono|preferisco"
+    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?)\b",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
     """hate love adore loathe stand refuse detest don't favorite favourite going fan hates
-    loves likes prefers adores loathes detests refuses doesn't"""
+    loves likes prefers adores loathes detests refuses doesn't won't will never
+    gusta gustan encanta encantan odio detesto soporto prefiero gosto adoro odeio prefiro
+    j'aime n'aime j'adore déteste préfère supporte mag hasse liebe bevorzuge piace
+    piacciono preferisco sopporto favorito favorita preferito preferita préféré préférée"""
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
