@@ -402,6 +402,23 @@ def test_between_two_people_what_one_asks_of_the_other_for_good_outranks_chat() 
     assert "don't text me after 9pm" in note
 
 
+def test_a_reply_that_restates_what_the_note_names_takes_no_line() -> None:
+    """The assistant's recap of what the user just said ("£18.50 on ParentPay by 26
+    April") adds nothing once the user's own words are in the note."""
+    chat = [
+        Message.user("Long day at work, so many meetings."),
+        Message.assistant(
+            "That sounds tiring. Meetings drain people more than they expect, so protect an "
+            "hour of quiet in the evening: a walk, a book, an early night, no screens."
+        ),
+    ] * 10
+    chat[4] = Message.user("mia's school trip is friday 17 may. £18.50 on parentpay by 26 april.")
+    chat[5] = Message.assistant("Noted:\n- Fri 17 May\n- £18.50 on ParentPay by 26 April")
+    note = digest(chat, max_tokens=200)
+    assert "£18.50 on parentpay by 26 april" in note
+    assert note.count("£18.50") == 1
+
+
 def test_the_other_side_is_a_peer_when_it_writes_like_the_user() -> None:
     from kompakt.notes.digest import _peers
 
