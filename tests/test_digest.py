@@ -403,8 +403,8 @@ def test_between_two_people_what_one_asks_of_the_other_for_good_outranks_chat() 
 
 
 def test_a_reply_that_restates_what_the_note_names_takes_no_line() -> None:
-    """The assistant's recap of what the user just said ("£18.50 on ParentPay by 26
-    April") adds nothing once the user's own words are in the note."""
+    """The assistant's recap of what the user said ("£18.50 on ParentPay by 26 April"),
+    right after or later, adds nothing once the user's own words are in the note."""
     chat = [
         Message.user("Long day at work, so many meetings."),
         Message.assistant(
@@ -413,7 +413,9 @@ def test_a_reply_that_restates_what_the_note_names_takes_no_line() -> None:
         ),
     ] * 10
     chat[4] = Message.user("mia's school trip is friday 17 may. £18.50 on parentpay by 26 april.")
-    chat[5] = Message.assistant("Noted:\n- Fri 17 May\n- £18.50 on ParentPay by 26 April")
+    chat[9] = Message.assistant(
+        "Reminders:\n- Zoo trip Fri 17 May\n- Pay £18.50 on ParentPay by 26 April"
+    )
     note = digest(chat, max_tokens=200)
     assert "£18.50 on parentpay by 26 april" in note
     assert note.count("£18.50") == 1
