@@ -505,6 +505,23 @@ def test_a_tag_asks_for_a_nod_not_an_answer() -> None:
     assert is_question("Is the dentist at 3, or at 4?")
 
 
+def test_a_key_said_again_with_new_values_outdates_the_older_line() -> None:
+    assert superseded("Price: £38 a head (buffet)", "Price: £42 a head, sit-down meal")
+    assert superseded("- Date: Saturday 5 October", "- Date: Saturday 12 October")
+    # the same values said again with more: a restatement, not a change
+    said = "Kyoto: Machiya Hanare Gion, it's a little townhouse, booking code HNR-2291."
+    assert not superseded(said, "Kyoto: Machiya Hanare Gion (HNR-2291), Sat 11 - Wed 15 Oct")
+    # a timetable's rows are no keys ("11" of "11:15")
+    row = "| 11:15–12:00 | Predictive maintenance at scale | Aurora Hall |"
+    assert not superseded(row, "| 11:15–12:45 | Workshop: Open timetable data | Room Cedar |")
+
+
+def test_who_changed_their_mind_is_what_changed() -> None:
+    said = "nope. alfie changed his mind. now he's a knight. on a wednesday"
+    assert split_sentences(said)[1] == "alfie changed his mind. now he's a knight."
+    assert superseded("Alfie wants to be the Gruffalo.", split_sentences(said)[1])
+
+
 def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
     assert entity_signal("It's with a company called Brightwater Analytics.") == 2.0
     assert entity_signal("I called mum about Paris.") == 1.0  # a call, not a name given

@@ -117,7 +117,7 @@ def split_sentences(line: str) -> list[str]:
             (s[-1:] in _INSTEAD_LAST and _instead(s))
             or (s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
             or (_now_is(s) and not _DIGIT.search(joined[-1]))
-            or (_DIGIT.search(s) and _announces(joined[-1]))
+            or ((_DIGIT.search(s) or s[:4].lower() == "now ") and _announces(joined[-1]))
             or (s and _gives_value(joined[-1], s))
         ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
