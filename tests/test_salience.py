@@ -464,6 +464,11 @@ def test_a_change_said_over_two_sentences_is_one_unit() -> None:
         "Ah, y otra cosa: nada de emojis, por favor, que parece un mensaje de mi sobrina",
         "Otra cosa: cuando me pongas las etapas, ponlas siempre en tabla con los km.",
         "Ancora una regola: le date sempre per esteso, scritte in lettere.",
+        "le dico come voglio che siano scritti i capitoli: in terza persona.",
+        "when you send me flats, send me the actual listing link, not screenshots.",
+        "when you send me edits can you send WAV not MP3?",
+        "ok so if I ever mention buying another bike, talk me out of it.",
+        "Also before I forget: if you send anything about the twins, send it to Hana too.",
     ],
 )
 def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: str) -> None:
@@ -478,6 +483,9 @@ def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: st
         "no worries at all, take your time",
         "Llegué tarde, como siempre.",
         "Il treno è sempre in ritardo.",
+        "when you get a chance, I'd love to hear about it.",
+        "If you send it by Friday, that would be great.",
+        "if I ever win the lottery, I'm buying a boat.",
     ],
 )
 def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
