@@ -524,6 +524,21 @@ def test_a_key_said_again_with_new_values_outdates_the_older_line() -> None:
     assert not superseded(row, "| 11:15–12:45 | Workshop: Open timetable data | Room Cedar |")
 
 
+def test_the_same_value_said_again_is_no_change() -> None:
+    """A recap of the current value ("Updated: ... now due 2 April") does not outdate the
+    user's own words with that value, nor does a change with no new amount ("has now
+    moved twice") outdate the recap; an order number is no new value."""
+    assert not superseded(
+        "oven moved AGAIN. 2 April now.", "Updated: Bongard (BG-22817) now due 2 April."
+    )
+    assert not superseded(
+        "Updated: Bongard (BG-22817) now due 2 April.",
+        "The Bongard (order BG-22817) has now moved twice, and I've planned around each date.",
+    )
+    assert superseded("Response time is 400 ms.", "Response time is now 250 ms, down from 400 ms.")
+    assert superseded("Squat best 120kg.", "Squat best updated: 135kg (up from 120kg).")
+
+
 def test_who_changed_their_mind_is_what_changed() -> None:
     said = "nope. alfie changed his mind. now he's a knight. on a wednesday"
     assert split_sentences(said)[1] == "alfie changed his mind. now he's a knight."

@@ -492,8 +492,12 @@ def _superseded(
     if b.cue and (b.stateful or b.ends or _changed_mind(b)):
         # nor does "the Bongard has now moved twice" replace its date: it says no new
         # value, and names nothing new ("switched the holiday to Lisbon" does)
-        if a.valued and not (b.valued or b.ends or b.gone):
-            return bool(names_in(b.text) - names_in(a.text))
+        if a.valued and not (b.ends or b.gone):
+            old, new = _amounts_said(a.words), _amounts_said(b.words)
+            if old and old == new:
+                return False  # "Updated: Bongard now due 2 April" after "2 April now."
+            if not b.valued or (old and not new):  # (an order number is no new value)
+                return _names_new(a, b)
         return True
     if a.valued and b.valued and (key := _key(a.text)) and key == _key(b.text):
         # "Price: £38 a head" then "Price: £42 a head": one key, none of its values again
@@ -521,8 +525,25 @@ def _key(text: str) -> str:
 _KEY_CHARS = 24
 
 
+def _names_new(a: _Statement, b: _Statement) -> bool:
+    """Whether `b` names something `a` does not say (read in `a`'s words, not its names:
+    "BG-22817" in brackets is a name in one and not the other)."""
+    said = a.text.lower()
+    return any(n not in said for n in names_in(b.text))
+
+
 def _figures(words: frozenset[str]) -> frozenset[str]:
     return frozenset(w for w in words if _DIGIT.search(w))
+
+
+def _amounts_said(words: frozenset[str]) -> frozenset[str]:
+    """The figures that are amounts, dates or times ("2", "87.5kg", "3:58:41"), not codes
+    ("BG-22817", "v2"): a unit after the number is still a number."""
+    return frozenset(w for w in _figures(words) if _NUMBER.fullmatch(w.rstrip(_UNIT_LETTERS)))
+
+
+_NUMBER = re.compile(r"[£$€¥]?\d[\d.,:/–-]*")
+_UNIT_LETTERS = "abcdefghijklmnopqrstuvwxyz%°"
 
 
 @dataclass
