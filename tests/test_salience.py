@@ -468,6 +468,7 @@ def test_a_change_said_over_two_sentences_is_one_unit() -> None:
         "when you send me flats, send me the actual listing link, not screenshots.",
         "when you send me edits can you send WAV not MP3?",
         "ok so if I ever mention buying another bike, talk me out of it.",
+        "E le chiedo una cortesia: non usi la parola 'nostalgia'.",
         "Also before I forget: if you send anything about the twins, send it to Hana too.",
     ],
 )
@@ -506,6 +507,13 @@ def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) 
     from kompakt.notes.salience import _preference, _read
 
     assert _preference(_read(taste)) == 1.0
+
+
+@pytest.mark.parametrize("reaction", ["Mi piace come scrive", "Sì, mi piace", "Me encanta esto!"])
+def test_a_reaction_is_no_taste(reaction: str) -> None:
+    from kompakt.notes.salience import _preference, _read
+
+    assert _preference(_read(reaction)) == 0.0
 
 
 def test_a_tag_asks_for_a_nod_not_an_answer() -> None:

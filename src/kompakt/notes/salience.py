@@ -770,6 +770,8 @@ def _european_instruction(t: _Text) -> bool:
         return True
     if not words.isdisjoint(_WANT) and _WANT_THAT.search(t.lower):
         return True  # "le dico come voglio che siano scritti i capitoli: in terza persona"
+    if not words.isdisjoint(_ASK_YOU) and _ASK_YOU_PHRASE.search(t.lower):
+        return True  # "le chiedo una cortesia: non usi la parola 'nostalgia'"
     polite = not words.isdisjoint(_PLEASE) or _PLEASE_PHRASE.search(t.text) is not None
     if polite and not words.isdisjoint(_ALWAYS_NEVER_NO):
         return True
@@ -787,6 +789,11 @@ _FROM_NOW_ON_PHRASE = re.compile(
 )
 _PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
 _PLEASE = _wordset("bitte porfa stp svp")
+_ASK_YOU = _wordset("chiedo pido peço demande bitte")
+_ASK_YOU_PHRASE = re.compile(
+    r"\b(?:le|ti|vi) chiedo\b|\b(?:le|te|les|os) pido\b|\b(?:lhe|te) peço\b"
+    r"|\bje (?:vous|te) demande\b|\bich bitte (?:dich|sie)\b"
+)
 _WANT = _wordset("voglio vorrei quiero quisiera veux voudrais quero gostaria möchte")
 _WANT_THAT = re.compile(
     r"\b(?:voglio|vorrei|quiero|quisiera|je veux|je voudrais|quero|gostaria|ich möchte),?"
@@ -820,6 +827,7 @@ _EUROPEAN_WORDS = (
     | _PLEASE
     | _RULE_WORDS
     | _WANT
+    | _ASK_YOU
     | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
 )
 
@@ -1060,7 +1068,10 @@ _PREFERENCE = re.compile(
     r"|\b(?:me gustan?|me encantan?|odio|detesto|no soporto|prefiero|gosto d[eoa]s?|adoro"
     r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
     r"|ich (?:mag|hasse|liebe|bevorzuge)|mi piace|mi piacciono|preferisco"
-    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?)\b",
+    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?)\b"
+    # "mi piace come scrive", "sì, mi piace", "me encanta esto": a reaction, no taste
+    r"(?!\s*(?:[.!?,]|$|come\b|così\b|molto\b|tanto\b|quest|esto\b|eso\b|mucho\b"
+    r"|muito\b|isso\b|ça\b|cela\b|das\b|es\b|sehr\b|beaucoup\b))",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
