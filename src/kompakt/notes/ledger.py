@@ -386,6 +386,8 @@ def _recounted(a: _Statement, b: _Statement) -> int:
     then "the budget is now €48,000", not "the price is now €179 ex-VAT"; one where the
     newer names only one thing: "retail is €179 now"). A large number when it recounts
     nothing."""
+    if not (a.stateful and b.stateful) or not (a.amounts and b.amounts):
+        return _NEVER  # most statements count nothing: nothing recounted
     older: dict[str, set[str]] = {}
     newer: dict[str, set[str]] = {}
     for amounts, by_unit in ((a.amounts, older), (b.amounts, newer)):

@@ -331,6 +331,7 @@ class _Text:
     entity: float | None = None
     rule: bool | None = None
     names: tuple[str, ...] = ()  # the names it says past its first word (with `entity`)
+    atoms: frozenset[str] | None = None  # its words as `\b` sees them (`word_atoms`)
 
 
 def _unmarked_question(text: str, cjk: bool) -> bool:
@@ -407,7 +408,13 @@ def word_atoms(text: str) -> frozenset[str]:
     >>> sorted(word_atoms("It's now-or-never, v2.1"))
     ['1', 'it', 'never', 'now', 'or', 's', 'v2']
     """
-    return frozenset(_ATOM.findall(_read(text).lower))
+    return _atoms(_read(text))
+
+
+def _atoms(t: _Text) -> frozenset[str]:
+    if t.atoms is None:  # read once: rules and supersession both ask
+        t.atoms = frozenset(_ATOM.findall(t.lower))
+    return t.atoms
 
 
 _ATOM = re.compile(r"\w+")
@@ -432,7 +439,7 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
-    if _ONE_OFF.search(t.text) and not _standing_cued(word_atoms(t.text)):
+    if _ONE_OFF.search(t.text) and not _standing_cued(_atoms(t)):
         return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
@@ -440,12 +447,12 @@ def _reads_as_instruction(t: _Text) -> bool:
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
-            and _standing_cued(word_atoms(t.text))
+            and _standing_cued(_atoms(t))
             and bool(_STANDING_QUESTION.search(t.text))
         )
     if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
         return True
-    if not t.words & _INSTRUCTION_GATE or not _instruction_cued(word_atoms(t.text)):
+    if not t.words & _INSTRUCTION_GATE or not _instruction_cued(_atoms(t)):
         return False
     text = t.text.replace("’", "'")
     return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
@@ -1174,9 +1181,10 @@ class Salience:
         if not idf and self.df:  # each word's IDF, computed once per conversation
             n, unseen = 1 + self.n, self._unseen
             idf.update({w: math.log(n / (1 + c)) if c else unseen for w, c in self.df.items()})
-        get, unseen = idf.get, self._unseen
-        weights = {get(w, unseen) for w in t.content}
-        top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
+        # the distinct weights, mapped in C; at most as many as the distinct words, so the
+        # top three of them are the top min(3, distinct words)
+        weights = set(map(idf.get, t.content, itertools.repeat(self._unseen)))
+        top = sorted(weights, reverse=True)[:3]
         return min(1.0, sum(top) / len(top) / self._norm)
 
     def _everywhere(self, name: str) -> bool:
