@@ -276,7 +276,6 @@ _QUANTITY_WORDS = _wordset(
 )
 _DOTTED = re.compile(r"\d\.\d")
 _NAMED_VERSION = re.compile(r"\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
-_VERSION_WORDS = re.compile("version|python|node|java")  # one search, not one per word
 _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
@@ -439,7 +438,7 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
-    if _ONE_OFF.search(t.text) and not _standing_cued(_atoms(t)):
+    if _one_off(t) and not _standing_cued(_atoms(t)):
         return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
@@ -535,6 +534,14 @@ _ONE_OFF = re.compile(
     r"\b(?:don['’]?t|do not|never) (?:\w+ ){1,2}?(?:that|this|this one|that one|it)[.!?…]*$",
     re.IGNORECASE,
 )
+
+
+def _one_off(t: _Text) -> bool:
+    """`_ONE_OFF`, searched only where its words may be (it tries every character)."""
+    lower = t.lower
+    return ("do" in lower or "never" in lower) and _ONE_OFF.search(t.text) is not None
+
+
 _STANDING_ALONE = _wordset("future whenever anymore")
 _STANDING_PAIRS = [
     (_wordset(a), _wordset(b))
@@ -558,7 +565,7 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     """
     opening = reply.lstrip(" \n-*•>")
     head = opening[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
-    if (ack := _ACK.match(head)) or _ACK_AFTER.match(head):  # "Noted: ...", "No X — understood."
+    if (ack := _ACK.match(head)) or (_dashed(head) and _ACK_AFTER.match(head)):  # "No X — noted"
         # what is acknowledged is said in the sentence of the acknowledgement ("Noted. A
         # generic inbox isn't disqualifying ..." goes on to something else)
         said = _SENTENCE_END.split(head[ack.end() :] if ack else head, maxsplit=1)[0]
@@ -583,6 +590,11 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
     # (CJK words are character pairs: two characters say as much as a longer word)
     return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+
+
+def _dashed(head: str) -> bool:
+    """Whether `head` has a dash `_ACK_AFTER` needs: its lazy run tries every character."""
+    return "-" in head or "—" in head or "–" in head
 
 
 def _listed(reply: str) -> list[str]:
@@ -631,7 +643,7 @@ _PROMISE_GATE = re.compile(
 def _may_promise(lower: str) -> bool:
     """Whether lower-cased ASCII text holds a word `_PROMISE_GATE` finds (its others are
     not ASCII): substring tests, each a fast scan."""
-    return any(word in lower for word in _PROMISE_WORDS)
+    return any(map(lower.__contains__, _PROMISE_WORDS))  # (mapped in C)
 
 
 _PROMISE_WORDS = (
@@ -830,14 +842,21 @@ def _values(t: _Text) -> float:
     if not t.digits and t.words.isdisjoint(_DATE_WORDS):
         return 0.0
     text, words = t.text, t.words
+    plain = text.isascii()  # known at once: in ASCII, a substring test stands for a search
     kinds = 0
-    if _MONEY_CHARS.search(text) or not words.isdisjoint(_CURRENCY_WORDS):
+    if ("$" in text if plain else _MONEY_CHARS.search(text)) or not words.isdisjoint(
+        _CURRENCY_WORDS
+    ):
         kinds += 1
     # each pattern is searched only when a character it needs is there
-    if not words.isdisjoint(_DATE_WORDS) or (_date_chars(text) and _NUMERIC_DATE.search(text)):
+    if not words.isdisjoint(_DATE_WORDS) or (
+        _date_chars(text, plain) and _NUMERIC_DATE.search(text)
+    ):
         kinds += 1
     if t.digits:
-        if not words.isdisjoint(_DURATION_WORDS) or _CLOCK.search(text):
+        if not words.isdisjoint(_DURATION_WORDS) or (
+            _clock_chars(t, plain) and _CLOCK.search(text)
+        ):
             kinds += 1
         if "%" in text or not words.isdisjoint(_QUANTITY_WORDS):
             kinds += 1
@@ -853,17 +872,28 @@ _QUANTITY_ZH = re.compile(
 )
 
 
-def _date_chars(text: str) -> bool:
-    """Whether `text` may hold a character a numeric date needs (- / . 月 年): three
-    searches in C, where a set's test reads every character in Python's loop."""
-    return "." in text or "-" in text or "/" in text or not text.isascii()
+def _date_chars(text: str, plain: bool) -> bool:
+    """Whether `text` may hold the characters a numeric date needs: in ASCII (`plain`),
+    a dash (2024-05-01) or two of dot and slash (5/1/24): searches in C, where a set's
+    test reads every character in Python's loop."""
+    return not plain or "-" in text or text.count(".") + text.count("/") >= 2
+
+
+def _clock_chars(t: _Text, plain: bool) -> bool:
+    """Whether `_CLOCK` may find a time: in ASCII (`plain`), a colon or an am/pm."""
+    if not plain or ":" in t.text:
+        return True
+    lower = t.lower
+    return "am" in lower or "pm" in lower or "a.m" in lower or "p.m" in lower
 
 
 def _version(t: _Text) -> bool:
     """3.11, v2.0.1, "Python 3": each pattern searched only when it could match."""
     if "." in t.text and _DOTTED.search(t.text):
         return True
-    return _VERSION_WORDS.search(t.lower) is not None and bool(_NAMED_VERSION.search(t.text))
+    lower = t.lower
+    named = "version" in lower or "python" in lower or "node" in lower or "java" in lower
+    return named and bool(_NAMED_VERSION.search(t.text))
 
 
 def _code_name(t: _Text) -> bool:
