@@ -356,17 +356,21 @@ _QUESTION_EN = re.compile(
 
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
-    lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
+    plain = text.isascii()  # known at once
+    lower = text.lower()
+    if not plain:
+        lower = lower.replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
-    cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
-    content = [w for w in words if w not in _STOP]  # a comprehension: most text is not CJK
+    cjk = not plain and bool(_CJK.search(text))
+    content = tuple(itertools.filterfalse(_STOP.__contains__, words))  # filtered in C
     if cjk:
-        content = [pair for w in content for pair in _cjk_pairs(w)]
+        content = tuple(pair for w in content for pair in _cjk_pairs(w))
     digits = _DIGIT.search(text) is not None
-    capitals = text[1:] != text[1:].lower()
+    # (in ASCII, lower-casing keeps every character in its place)
+    capitals = text[1:] != (lower[1:] if plain else text[1:].lower())
     wordset = frozenset(words)
     question = text.rstrip().endswith(("?", "？")) or _unmarked_question(text, cjk)
-    return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
+    return _Text(text, lower, wordset, content, cjk, digits, capitals, question)
 
 
 def _cjk_pairs(word: str) -> list[str]:
