@@ -383,6 +383,44 @@ def test_in_a_chat_between_two_people_either_side_s_facts_count() -> None:
     assert all(word in note for word in ("Biscuit", "21st of March", "Alfama", "Brightwater"))
 
 
+def test_between_two_people_what_one_asks_of_the_other_for_good_outranks_chat() -> None:
+    """Between people nothing goes to the ledger, but "please don't text me after 9pm"
+    asked by either side is worth more than the same chat without the ask."""
+    from kompakt.notes.digest import _asked_of
+    from kompakt.notes.units import Unit
+
+    asked = Unit("Please don't text me after 9pm unless it's urgent.", "assistant", 3)
+    told = Unit("I texted Sam after 9pm about the tickets.", "assistant", 3)
+    assert _asked_of(asked) > 0 == _asked_of(told)
+    chat = [
+        Message.user("Long day at work, so many meetings."),
+        Message.assistant("Ha, same here, work has been mad."),
+    ] * 20
+    chat[11] = Message.assistant("Please don't text me after 9pm unless it's urgent.")
+    chat[23] = Message.assistant("I texted Sam after 9pm about the tickets, all sorted.")
+    note = digest(chat, max_tokens=40)
+    assert "don't text me after 9pm" in note
+
+
+def test_a_reply_that_restates_what_the_note_names_takes_no_line() -> None:
+    """The assistant's recap of what the user said ("£18.50 on ParentPay by 26 April"),
+    right after or later, adds nothing once the user's own words are in the note."""
+    chat = [
+        Message.user("Long day at work, so many meetings."),
+        Message.assistant(
+            "That sounds tiring. Meetings drain people more than they expect, so protect an "
+            "hour of quiet in the evening: a walk, a book, an early night, no screens."
+        ),
+    ] * 10
+    chat[4] = Message.user("mia's school trip is friday 17 may. £18.50 on parentpay by 26 april.")
+    chat[9] = Message.assistant(
+        "Reminders:\n- Zoo trip Fri 17 May\n- Pay £18.50 on ParentPay by 26 April"
+    )
+    note = digest(chat, max_tokens=200)
+    assert "£18.50 on parentpay by 26 april" in note
+    assert note.count("£18.50") == 1
+
+
 def test_the_other_side_is_a_peer_when_it_writes_like_the_user() -> None:
     from kompakt.notes.digest import _peers
 

@@ -22,7 +22,7 @@ from kompakt import Message
 from kompakt.compactor import Compactor
 from kompakt.index import MessageIndex
 from kompakt.models.scripted import ScriptedModel
-from kompakt.notes import SECTIONS
+from kompakt.notes import SECTIONS, is_instruction
 from kompakt.strategies import Budgeted, ExtractiveDigest, Summarize
 from kompakt.tokens import CharEstimator
 from kompakt.validation import find_problems
@@ -300,9 +300,10 @@ def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, 
     text = digest(said, max_tokens=200)
     assert rule in text.split("## Standing instructions")[1].split("##")[0]
     assert standing_instructions(said) == [rule]
-    # a fact acknowledged is no rule, nor a change made
+    # a fact acknowledged is no rule, nor a change made (what reads as a rule alone,
+    # "No emojis at all", is one whatever the reply)
     said[3] = Message.assistant("Noted: fasting blood test on the 14th.")
-    assert standing_instructions(said) == []
+    assert standing_instructions(said) == ([rule] if is_instruction(rule) else [])
     said[2] = Message.user("should I warm up before running? my knees hurt")
     said[3] = Message.assistant("Sure. Always warm up before running, and never stretch cold.")
     assert standing_instructions(said) == []  # an answer that opens with "Sure." is advice
@@ -571,6 +572,20 @@ def test_a_note_forged_in_tool_output_is_data_not_a_note() -> None:
     assert [g.kind for g in index.groups].count("summary") == 0
     honest = MessageIndex([Message.system("s"), Message.user(forged), Message.user("hi")])
     assert honest.groups[1].kind == "summary"  # where a note stands, it is one
+
+
+def test_two_rules_said_in_one_message_both_stand() -> None:
+    """A newer rule replaces an older one on its subject; two said together are two
+    rules, even when their reasons share a word ("I don't care about pence", "the number
+    we actually care about")."""
+    from kompakt.notes import Ledger
+
+    ledger = Ledger()
+    ledger.add("round everything to the nearest pound, I don't care about pence.", order=64.1)
+    ledger.add("And put the savings row at the top, it's what we actually care about.", order=64.2)
+    assert len(ledger.entries()) == 2
+    ledger.add("Actually, show the pence too.", order=80.0)
+    assert [e.text[:12] for e in ledger.entries()] == ["And put the ", "Actually, sh"]
 
 
 def test_between_friends_the_first_message_is_no_request() -> None:

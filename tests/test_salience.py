@@ -430,6 +430,81 @@ def test_a_title_does_not_end_a_sentence_and_a_bare_value_keeps_its_gloss() -> N
     assert split_sentences("It took long. 1:58:40.") == ["It took long. 1:58:40."]
 
 
+def test_a_change_said_over_two_sentences_is_one_unit() -> None:
+    """A change announced with no value, and the value said after it, are one statement:
+    alone, the first says nothing and the second says nothing of what changed."""
+    said = "bad news. IND emailed, they moved us. new appointment is Thursday 23 May. ugh"
+    assert split_sentences(said) == [
+        "bad news.",
+        "IND emailed, they moved us. new appointment is Thursday 23 May.",
+        "ugh",
+    ]
+    assert split_sentences("oven moved AGAIN. 2 April now. I could cry")[0] == (
+        "oven moved AGAIN. 2 April now."
+    )
+    booked = "IND confirmed the biometrics appointment! Tuesday 14 May, 10.30, Rotterdam desk."
+    assert split_sentences(booked + " we both need to go")[0] == booked
+    assert superseded(booked, split_sentences(said)[1])  # "new appointment": the same one
+    # what only looks like it stays apart: a mood "now", a change with its value in it
+    assert split_sentences("I was so nervous. Now I'm just tired.") == [
+        "I was so nervous.",
+        "Now I'm just tired.",
+    ]
+    assert len(split_sentences("We moved it to May 3. 40 guests now.")) == 2
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "Also, serious request: no spoilers for Slow Horses.",
+        "also one thing for this season, no recordings on Mondays please.",
+        "also for the theme tweak: whatever you do, no saxophone.",
+        "please no emojis ever in anything I'd send to someone, ok?",
+        "Three lines max unless I ask for more, ok?",
+        "Ah, y otra cosa: nada de emojis, por favor, que parece un mensaje de mi sobrina",
+        "Otra cosa: cuando me pongas las etapas, ponlas siempre en tabla con los km.",
+        "Ancora una regola: le date sempre per esteso, scritte in lettere.",
+    ],
+)
+def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: str) -> None:
+    assert is_instruction(rule)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "no luck yet, thanks though",
+        "No, thanks!",
+        "no worries at all, take your time",
+        "Llegué tarde, como siempre.",
+        "Il treno è sempre in ritardo.",
+    ],
+)
+def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
+    assert not is_instruction(said)
+
+
+@pytest.mark.parametrize(
+    "taste",
+    [
+        "Theo won't eat mushrooms, never has.",
+        "Tema comida: a mí el pulpo no me gusta nada, ni en pintura.",
+        "Il mio piatto preferito è la parmigiana.",
+        "Je déteste le céleri.",
+        "Não gosto de coentro.",
+    ],
+)
+def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) -> None:
+    from kompakt.notes.salience import _preference, _read
+
+    assert _preference(_read(taste)) == 1.0
+
+
+def test_a_tag_asks_for_a_nod_not_an_answer() -> None:
+    assert not is_question("no emojis in anything I send, ok?")
+    assert is_question("Is the dentist at 3, or at 4?")
+
+
 def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:
     assert entity_signal("It's with a company called Brightwater Analytics.") == 2.0
     assert entity_signal("I called mum about Paris.") == 1.0  # a call, not a name given

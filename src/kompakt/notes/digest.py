@@ -719,7 +719,10 @@ def _conversation(
     # an agent's task is in the note whole: its sentences only supersede
     only = context_only or bonus == _AGENT_TASK
     if not rules:  # most messages: every unit is ranked, none goes to the ledger
-        ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        if only or not (ex.peers or _between_people(ex)):
+            ex.units.extend([(u, recency, _CONTEXT_ONLY if only else bonus) for u in units])
+        else:  # what one person asks of the other for good is worth more than their chat
+            ex.units.extend([(u, recency, bonus + _asked_of(u)) for u in units])
         return []
     limits: set[int] = set()
     if rules and bonus != _AGENT_TASK and len(units) <= _RULE_MESSAGE_UNITS:
@@ -746,6 +749,13 @@ def _conversation(
     return ruled
 
 
+def _asked_of(u: Unit) -> float:
+    """The worth a person's standing request to the other adds ("don't text me after 9pm
+    unless it's urgent"): between people nothing goes to the ledger."""
+    return _PEER_RULE if is_instruction(u.text) else 0.0
+
+
+_PEER_RULE = 0.75
 _RULE_MESSAGE_UNITS = 6
 # what spells out the rule before it: "like two or three sentences", "e.g. 09:00 CET"
 _ELABORATION = re.compile(
@@ -1596,7 +1606,7 @@ class _Chosen:
         self.keyed: dict[str, str] = {}
         self.texts: dict[str, str] = {}
         self.alike: dict[tuple[str, str], list[tuple[frozenset[str], frozenset[str]]]] = {}
-        self.named: set[str] = set()  # the names and values the lines taken say
+        self.named: set[str] = set()  # the names, values and words the lines taken say
 
     def add(self, item: _Item) -> None:
         self.items.append(item)
@@ -1607,8 +1617,9 @@ class _Chosen:
         self.texts[item.section] = self.texts.get(item.section, "") + "\0" + item.text
         if item.section != "identifiers":
             self.quoted += "\0" + item.text
-        self.named.update(_named(item.text))
         words = _words(item.text)
+        # the names and values said, and the words (a name written lower-case is a word)
+        self.named.update(_named(item.text), words)
         entry = (words, _values(item.text))
         for w in self.prefix(words):
             self.alike.setdefault((item.section, w), []).append(entry)
@@ -1632,7 +1643,7 @@ class _Chosen:
         key = item.key
         if key and key in self.keyed.get(section, ""):
             return True
-        if "echo" in item.flags and _named(item.text) <= self.named:
+        if ("echo" in item.flags or "assistant" in item.flags) and _restates(item.text, self.named):
             return True  # a reply that says again what the note names ("2417 makes it real")
         if section in ("decisions", "errors", "facts", "quoted"):  # worded again
             words, values = _words(item.text), _values(item.text)
@@ -1646,6 +1657,14 @@ class _Chosen:
                 for w, v in self.alike.get((section, p), ())[-_ALIKE_COMPARED:]
             )
         return False
+
+
+def _restates(text: str, named: set[str]) -> bool:
+    """Whether a reply's line names only what the note's lines name (two things or more:
+    "£18.50 on ParentPay by 26 April" after the user's "trip ... £18.50 on parentpay by
+    26 april")."""
+    said = _named(text)
+    return len(said) >= 2 and said <= named
 
 
 _ALIKE = 0.6

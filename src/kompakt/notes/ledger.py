@@ -65,7 +65,7 @@ _UPDATE_CUE = re.compile(
     r"|movid[oa]|pasa de|passa de|pasó a|déplacée?s?|verschoben|spostat[oa]|aplazad[oa]"
     r"|pospuest[oa]|adiad[oa]|reportée?s?|rinviat[oa]|cancelad[oa]|annulée?s?|abgesagt|annullat[oa]"
     r"|al final|finalmente|finalement|en fait|en realidad|eigentlich|doch nicht"
-    r"|corrijo|corrección|correção|korrektur)\b"
+    r"|corrijo|corrección|correção|korrektur|correggo|correzione|corrigo|je corrige)\b"
     # "Neuer Termin: Donnerstag", "nueva fecha: el 14", "nouvelle date :"
     r"|\b(?:neuer?|neues|nuev[oa]|nouvel(?:le)?|nouveau|nuov[oa]|nov[oa]) [\w -]{1,24}\s?:",
     re.IGNORECASE,
@@ -337,7 +337,8 @@ def _renewed(text: str) -> frozenset[str]:
     return frozenset(_NEW_THING.findall(text.lower()))
 
 
-_NEW_THING = re.compile(r"\b(?:my|our|the) new ([a-z][a-z-]+)")
+# "my new goal", "the new date", and a sentence opening on it: "new appointment is ..."
+_NEW_THING = re.compile(r"(?:\b(?:my|our|the) |(?:^|[.!?:]) ?)new ([a-z][a-z-]+)")
 
 
 # who made a change to something ("Dr Shah changed his bisoprolol", "Thermobake moved
@@ -543,7 +544,10 @@ class Ledger:
             if _norm(e.text) == key or key in _norm(e.text):
                 e.order = max(e.order, order) if _norm(e.text) == key else e.order
                 return  # said again (or contained in what is kept): nothing new
-            if _norm(e.text) in key or (e.order <= order and _replaces(e.rule or e.text, rule)):
+            if _norm(e.text) in key or (
+                e.order <= order
+                and _replaces(e.rule or e.text, rule, together=_said_together(e.order, order))
+            ):
                 self._entries.remove(e)
         self._entries.append(Entry(text, order, salience, shown, "" if rule == text else rule))
 
@@ -555,11 +559,20 @@ class Ledger:
         return len(self._entries)
 
 
-def _replaces(older: str, newer: str) -> bool:
+def _said_together(a: float, b: float) -> bool:
+    """Whether two orders are of one message (a message's units are its fractions)."""
+    return int(a) == int(b)
+
+
+def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
+    """Whether the rule `newer` replaces `older`; rules said `together` in one message
+    both stand."""
     a, b = _subject_words(older), _subject_words(newer)
     if not a or not b:
         return False
     shared = a & b
+    if together:
+        return False
     if update_cue(newer) and (shared or _negates(older, newer)):
         return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2

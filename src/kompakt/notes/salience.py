@@ -74,6 +74,7 @@ _INSTRUCTION_EN = re.compile(
     r"|(?<!\bi )(?<!\bcan )(?<!\bcould )(?<!\bwill )(?<!\bto )stop (?:using|doing|adding)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|(?:keep|bear) (?:that |this |it )?in mind|note that i\b"
+    r"|\bunless i (?:ask|say|tell)\b"  # "three lines max unless I ask for more"
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
@@ -354,6 +355,11 @@ _QUESTION_EN = re.compile(
 )
 
 
+_TAG = re.compile(
+    r"[,.!]\s*(?:ok|okay|k|yeah|yes|alright|all right|deal|got it|understood)\s*\?+\s*$"
+)
+
+
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
     plain = text.isascii()  # known at once
@@ -369,7 +375,9 @@ def _read(text: str) -> _Text:
     # (in ASCII, lower-casing keeps every character in its place)
     capitals = text[1:] != (lower[1:] if plain else text[1:].lower())
     wordset = frozenset(words)
-    question = text.rstrip().endswith(("?", "？")) or _unmarked_question(text, cjk)
+    marked = text.rstrip().endswith(("?", "？"))
+    # "no emojis ever in anything I send, ok?": a tag asks for a nod, not an answer
+    question = (marked and not _TAG.search(lower)) or _unmarked_question(text, cjk)
     return _Text(text, lower, wordset, content, cjk, digits, capitals, question)
 
 
@@ -438,7 +446,7 @@ def _reads_as_instruction(t: _Text) -> bool:
         return True  # "我最喜欢的作家是余华，你能推荐…吗？"
     if not t.question and "?" in t.text:  # "can you keep it short? like 3 lines."
         asked = t.text[: t.text.index("?") + 1]
-        if _instruction(_read(asked)):
+        if asked != t.text and _instruction(_read(asked)):
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
@@ -455,6 +463,8 @@ def _reads_as_instruction(t: _Text) -> bool:
         )
     if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
         return True
+    if "no" in t.words and _prohibits(t):
+        return True
     if not t.words & _INSTRUCTION_GATE or not _instruction_cued(_atoms(t)):
         return False
     text = t.text.replace("’", "'")
@@ -462,6 +472,36 @@ def _reads_as_instruction(t: _Text) -> bool:
 
 
 _CLAUSE_BREAK = re.compile(r"\s[—–]\s|;\s|\s-\s")
+
+
+def _prohibits(t: _Text) -> bool:
+    """A clause that rules a thing out by naming it ("no spoilers for Slow Horses", "no
+    recordings on Mondays please", "whatever you do, no saxophone"), said as asked: with
+    a "please", an "ever", "at all", "whatever you do", or as what a request or rule is.
+    "no luck yet", "no worries", "No, I think so" say nothing of the kind."""
+    m = _NO_THING.search(t.lower)
+    if m is None or m.group(1) in _NO_IDIOMS:
+        return False
+    return bool(_ASKED_SO.search(t.lower))
+
+
+# "no" + a word, opening the sentence or a clause (after "also", "and", "oh", "just", a
+# colon or a comma): what it rules out
+_NO_THING = re.compile(
+    r"(?:^|[,;:—–-]\s*|\b(?:also|and|oh|but|so|just|please|pls|plus)\s+)no ([a-z][a-z'-]+)"
+)
+_NO_IDIOMS = _wordset(
+    """worries worry problem problems rush pressure stress need idea way thanks thank doubt
+    kidding joke big offence offense harm clue wonder luck matter one chance sweat comment
+    news reply answer word sign change signal time longer more less i i'm i'd i've you
+    you're we we're it it's that that's this he she they there the a an my your our his her
+    their not don't didn't can't won't sorry problemo biggie danger fear hurry hard clear
+    surprise surprises shame complaints complaint excuse excuses question questions"""
+)
+_ASKED_SO = re.compile(
+    r"\b(?:please|pls|ever|at all|whatever you do|request|rule|rules|thanks|thank you"
+    r"|from now on|going forward|for me)\b|[,.!]\s*(?:ok|okay|yeah|alright|deal)\s*\?+\s*$"
+)
 
 
 def _instruction_cued(atoms: frozenset[str]) -> bool:
@@ -475,7 +515,7 @@ def _instruction_cued(atoms: frozenset[str]) -> bool:
 
 
 _CUE_ALONE = _wordset(
-    """always never future general default whenever please pls remember stop mind note
+    """always never future general default whenever please pls remember stop mind note unless
     anything everything whatever
     preference preferences rule rules avoid prefer rather hate dislike stand eat allergic
     vegetarian vegan lactose refer address don dont"""
@@ -720,7 +760,7 @@ def _european_instruction(t: _Text) -> bool:
     words = t.words
     if not words.isdisjoint(_FROM_NOW_ON) or _FROM_NOW_ON_PHRASE.search(t.text):
         return True
-    if not words.isdisjoint(_PREFER):
+    if not words.isdisjoint(_PREFER) or not words.isdisjoint(_RULE_WORDS):
         return True
     polite = not words.isdisjoint(_PLEASE) or _PLEASE_PHRASE.search(t.text) is not None
     if polite and not words.isdisjoint(_ALWAYS_NEVER_NO):
@@ -745,14 +785,19 @@ _PLEASE_PHRASE = re.compile(
 )
 _ALWAYS_NEVER_NO = _wordset(
     """siempre nunca jamás jamas no sin sempre nunca não sem toujours jamais pas sans ne
-    immer nie niemals nicht kein keine keinen ohne mai non senza"""
+    immer nie niemals nicht kein keine keinen ohne mai non senza nada ningún ninguna
+    niente nessun nessuna nenhum nenhuma aucun aucune"""
 )
-_TOLD_ALWAYS_NEVER = _wordset("nie niemals immer jamais toujours nunca jamás")
+_TOLD_ALWAYS_NEVER = _wordset("nie niemals immer jamais toujours nunca jamás siempre sempre")
+# a rule said to be one: "otra regla: ...", "ancora una regola: le date sempre per esteso"
+_RULE_WORDS = _wordset("regla reglas regra regras règle règles regel regeln regola regole")
 _TOLD = re.compile(
     r"(?:^|[:;,.!]\s+)(?:(?:nunca|jamás) \w+(?:es|as)\b"  # "nunca uses": you, told
     r"|(?!(?:ich|wir|er|sie|es|man|das|du|ihr|der|die|den|dem|dies\w*|je|il|elle|on|nous"
-    r"|vous|tu|ils|elles|ce|c|j|y|yo|él|ella|ellos)\b)(?:n')?[^\W\d_]+ (?:nie|niemals|immer"
-    r"|jamais|toujours)\b)",
+    r"|vous|tu|ils|elles|ce|c|j|y|yo|él|ella|ellos|io|lui|lei|noi|eu|ele|ela|nós"
+    # "como siempre", "wie immer": as always, no rule
+    r"|como|come|comme|wie|per|para|por|de|da|quasi|casi|presque|fast|é|è|es|est|ist)\b)"
+    r"(?:n')?[^\W\d_]+ (?:nie|niemals|immer|jamais|toujours|siempre|sempre)\b)",
     re.IGNORECASE,
 )
 _EUROPEAN_WORDS = (
@@ -760,6 +805,7 @@ _EUROPEAN_WORDS = (
     | _FROM_NOW_ON
     | _PREFER
     | _PLEASE
+    | _RULE_WORDS
     | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
 )
 
@@ -1012,12 +1058,21 @@ _PREFERENCE = re.compile(
     r"|prefers|adores|loathes|detests|refuses|can['’]t stand|cannot stand"
     r"|doesn['’]t (?:like|eat|drink))\b"
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
-    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)",
+    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)"
+    r"|\b(?:won['’]t|will not|never) (?:eat|drink|touch)\b"  # "Theo won't eat mushrooms"
+    # Spanish, Portuguese, French, German, Italian: "a mí el pulpo no me gusta nada"
+    r"|\b(?:me gustan?|me encantan?|odio|detesto|no soporto|prefiero|gosto d[eoa]s?|adoro"
+    r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
+    r"|ich (?:mag|hasse|liebe|bevorzuge)|mi piace|mi piacciono|preferisco"
+    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?)\b",
     re.IGNORECASE,
 )
 _PREFERENCE_WORDS = _wordset(
     """hate love adore loathe stand refuse detest don't favorite favourite going fan hates
-    loves likes prefers adores loathes detests refuses doesn't"""
+    loves likes prefers adores loathes detests refuses doesn't won't will never
+    gusta gustan encanta encantan odio detesto soporto prefiero gosto adoro odeio prefiro
+    j'aime n'aime j'adore déteste préfère supporte mag hasse liebe bevorzuge piace
+    piacciono preferisco sopporto favorito favorita preferito preferita préféré préférée"""
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5

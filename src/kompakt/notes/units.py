@@ -78,6 +78,8 @@ def split_sentences(line: str) -> list[str]:
     ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
     >>> split_sentences("I sold the Civic. Got a cargo e-bike instead.")
     ['I sold the Civic. Got a cargo e-bike instead.']
+    >>> split_sentences("oven moved AGAIN. 2 April now. I could cry")
+    ['oven moved AGAIN. 2 April now.', 'I could cry']
     >>> split_sentences("Maybe even under 1:55. That's my new goal.")
     ["Maybe even under 1:55. That's my new goal."]
     >>> split_sentences("my cat Mochi hates it. anyway, any tips? e.g. the blinds")
@@ -102,6 +104,9 @@ def split_sentences(line: str) -> list[str]:
     lower = line.lower()
     instead = "instead" in lower
     new = "new" in lower or "updated" in lower or "final" in lower or "actual" in lower
+    now = "now" in lower
+    moved = any(map(lower.__contains__, _CHANGED))
+    digits = _DIGIT.search(line) is not None
     joined: list[str] = []
     for s in out:
         if not joined:
@@ -111,8 +116,12 @@ def split_sentences(line: str) -> list[str]:
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif not joined[-1][:1].isalpha() and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
-        elif (instead and s[-1:] in _INSTEAD_LAST and _instead(s)) or (
-            new and s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s)
+        elif (
+            (instead and s[-1:] in _INSTEAD_LAST and _instead(s))
+            or (new and s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
+            or (now and _now_is(s) and not _DIGIT.search(joined[-1]))
+            or (moved and _DIGIT.search(s) and _announces(joined[-1]))
+            or (digits and s and _gives_value(joined[-1], s))
         ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
@@ -150,6 +159,68 @@ _THAT_IS_NEW = re.compile(
     r"(?: now)?[.!]*$",
     re.IGNORECASE,
 )
+
+
+def _announces(sentence: str) -> bool:
+    """A short change said with no value ("IND emailed, they moved us."): the sentence
+    after it that holds one ("new appointment is Thursday 23 May") is what changed."""
+    if len(sentence) > _ANNOUNCE_CHARS or _DIGIT.search(sentence):
+        return False
+    return not _CHANGED.isdisjoint(sentence.lower().replace("!", " ").replace(".", " ").split())
+
+
+_ANNOUNCE_CHARS = 60
+_DIGIT = re.compile(r"\d")
+_CHANGED = frozenset(
+    re.findall(r"\S+", "moved changed postponed rescheduled delayed extended pushed bumped")
+)
+
+
+def _gives_value(before: str, sentence: str) -> bool:
+    """A value alone, after a short sentence that says what it is ("IND confirmed the
+    appointment! Tuesday 14 May, 10.30, Rotterdam desk."): one statement."""
+    first = sentence.split(None, 1)[0].strip(",.").lower()
+    if not (first[:1].isdigit() or first in _DAYS_MONTHS) or not _DIGIT.search(sentence):
+        return False
+    return (
+        len(sentence) <= _VALUE_CHARS
+        and len(before) <= _ANNOUNCE_CHARS
+        and not _DIGIT.search(before)
+    )
+
+
+_VALUE_CHARS = 60
+_DAYS_MONTHS = frozenset(
+    re.findall(
+        r"\S+",
+        """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur
+    thurs fri sat sun january february march april may june july august september october
+    november december jan feb mar apr jun jul aug sep sept oct nov dec""",
+    )
+)
+
+
+def _now_is(sentence: str) -> bool:
+    """A short value said to be current now ("2 April now.", "it's now Saturday 25 May."):
+    the change the sentence before announced ("oven moved AGAIN."), meaningless alone."""
+    if len(sentence) > _NOW_CHARS or "now" not in sentence.lower():
+        return False
+    words = sentence.rstrip(".!…").split()
+    bare = [w for w in words if w.lower() not in _NOW_WORDS]
+    if "now" not in (words[0].lower(), words[-1].lower()) and words[:2] != ["it's", "now"]:
+        return False
+    if not 0 < len(bare) <= _NOW_VALUE_WORDS:
+        return False
+    if any(c.isdigit() for c in sentence) or bare == words[:1]:
+        return True  # "Thursday now."
+    # a name: a capital inside the sentence, not a sentence's first word nor "I"
+    return any(w[:1].isupper() and w is not words[0] and w[:2] not in _I for w in bare)
+
+
+_NOW_CHARS = 48
+_NOW_VALUE_WORDS = 4
+_NOW_WORDS = frozenset({"now", "it's", "it’s", "it", "is"})
+_I = frozenset({"I", "I'", "I’"})
 
 
 def _ends_here(line: str, mark: re.Match[str]) -> bool:
