@@ -105,7 +105,6 @@ def split_sentences(line: str) -> list[str]:
     instead = "instead" in lower
     new = "new" in lower or "updated" in lower or "final" in lower or "actual" in lower
     now = "now" in lower
-    moved = any(map(lower.__contains__, _CHANGED))
     digits = _DIGIT.search(line) is not None
     joined: list[str] = []
     for s in out:
@@ -120,8 +119,9 @@ def split_sentences(line: str) -> list[str]:
             (instead and s[-1:] in _INSTEAD_LAST and _instead(s))
             or (new and s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
             or (now and _now_is(s) and not _DIGIT.search(joined[-1]))
-            or (moved and _DIGIT.search(s) and _announces(joined[-1]))
-            or (digits and s and _gives_value(joined[-1], s))
+            # (what the two below need of the sentence before first: it is short)
+            or (len(joined[-1]) <= _ANNOUNCE_CHARS and _DIGIT.search(s) and _announces(joined[-1]))
+            or (digits and len(joined[-1]) <= _ANNOUNCE_CHARS and s and _gives_value(joined[-1], s))
         ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
@@ -179,14 +179,12 @@ _CHANGED = frozenset(
 def _gives_value(before: str, sentence: str) -> bool:
     """A value alone, after a short sentence that says what it is ("IND confirmed the
     appointment! Tuesday 14 May, 10.30, Rotterdam desk."): one statement."""
+    if len(sentence) > _VALUE_CHARS or len(before) > _ANNOUNCE_CHARS:
+        return False  # the lengths first: most sentences are out at once
     first = sentence.split(None, 1)[0].strip(",.").lower()
     if not (first[:1].isdigit() or first in _DAYS_MONTHS) or not _DIGIT.search(sentence):
         return False
-    return (
-        len(sentence) <= _VALUE_CHARS
-        and len(before) <= _ANNOUNCE_CHARS
-        and not _DIGIT.search(before)
-    )
+    return not _DIGIT.search(before)
 
 
 _VALUE_CHARS = 60
