@@ -464,6 +464,11 @@ def test_a_change_said_over_two_sentences_is_one_unit() -> None:
         "Ah, y otra cosa: nada de emojis, por favor, que parece un mensaje de mi sobrina",
         "Otra cosa: cuando me pongas las etapas, ponlas siempre en tabla con los km.",
         "Ancora una regola: le date sempre per esteso, scritte in lettere.",
+        "le dico come voglio che siano scritti i capitoli: in terza persona.",
+        "when you send me flats, send me the actual listing link, not screenshots.",
+        "when you send me edits can you send WAV not MP3?",
+        "ok so if I ever mention buying another bike, talk me out of it.",
+        "Also before I forget: if you send anything about the twins, send it to Hana too.",
     ],
 )
 def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: str) -> None:
@@ -478,6 +483,9 @@ def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: st
         "no worries at all, take your time",
         "Llegué tarde, como siempre.",
         "Il treno è sempre in ritardo.",
+        "when you get a chance, I'd love to hear about it.",
+        "If you send it by Friday, that would be great.",
+        "if I ever win the lottery, I'm buying a boat.",
     ],
 )
 def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
@@ -503,6 +511,23 @@ def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) 
 def test_a_tag_asks_for_a_nod_not_an_answer() -> None:
     assert not is_question("no emojis in anything I send, ok?")
     assert is_question("Is the dentist at 3, or at 4?")
+
+
+def test_a_key_said_again_with_new_values_outdates_the_older_line() -> None:
+    assert superseded("Price: £38 a head (buffet)", "Price: £42 a head, sit-down meal")
+    assert superseded("- Date: Saturday 5 October", "- Date: Saturday 12 October")
+    # the same values said again with more: a restatement, not a change
+    said = "Kyoto: Machiya Hanare Gion, it's a little townhouse, booking code HNR-2291."
+    assert not superseded(said, "Kyoto: Machiya Hanare Gion (HNR-2291), Sat 11 - Wed 15 Oct")
+    # a timetable's rows are no keys ("11" of "11:15")
+    row = "| 11:15–12:00 | Predictive maintenance at scale | Aurora Hall |"
+    assert not superseded(row, "| 11:15–12:45 | Workshop: Open timetable data | Room Cedar |")
+
+
+def test_who_changed_their_mind_is_what_changed() -> None:
+    said = "nope. alfie changed his mind. now he's a knight. on a wednesday"
+    assert split_sentences(said)[1] == "alfie changed his mind. now he's a knight."
+    assert superseded("Alfie wants to be the Gruffalo.", split_sentences(said)[1])
 
 
 def test_a_name_given_is_an_entity_and_only_no_limit_on_its_own() -> None:

@@ -345,7 +345,8 @@ _NEW_THING = re.compile(r"(?:\b(?:my|our|the) |(?:^|[.!?:]) ?)new ([a-z][a-z-]+)
 # the delivery to 2 April"): what changed is what follows the verb, not who changed it
 _AGENT = re.compile(
     r"\W*([^\W\d][\w .'’-]{0,40}?)\s+(?:has |have |had )?"
-    rf"(?:{'|'.join(sorted(_AGENT_VERBS))})\s+(?:his|her|their|my|our|your|its|the|a|an)\b",
+    rf"(?:{'|'.join(sorted(_AGENT_VERBS))})\s+(?:his|her|their|my|our|your|its|the|a|an)\b"
+    r"(?! mind\b)",  # who "changed his mind" is what changed
     re.IGNORECASE,
 )
 
@@ -443,6 +444,8 @@ def _same_subject(
         return True
     if b.stateful and b.subject <= a.subject and not b.subject & b.names:
         return True  # "the flight moved, it's the 16th now": all it names, the older did
+    if shared and _changed_mind(b):
+        return True  # "alfie changed his mind. now he's a knight": what Alfie wanted
     need = _recounted(a, b)
     if need < _NEVER:  # "we're at 95 guests now" after "about 120 guests"
         return shared >= min(need, len(b.subject))
@@ -457,6 +460,12 @@ def _same_subject(
     return shared > 1 or b.stateful
 
 
+def _changed_mind(b: _Statement) -> bool:
+    """Whether it says someone changed their mind: what they wanted before is stale."""
+    return "mind" in b.words and _CHANGED_MIND.search(b.text) is not None
+
+
+_CHANGED_MIND = re.compile(r"\bchanged (?:his|her|my|their|our) minds?\b", re.IGNORECASE)
 _CHANGED_SHARE = 0.3
 _RARE = 2  # statements: a word said in no more names one subject
 
@@ -487,18 +496,41 @@ def _superseded(
     """`rare`: the words said in so few statements that one names their subject."""
     if not a.stateful or not _same_subject(a, b, firm=firm, rare=rare):
         return False  # only a statement of a value or a named thing can go stale
-    if b.cue and (b.stateful or b.ends):  # "now waiting on the fit" replaces no value
+    # "now waiting on the fit" replaces no value (who changed their mind replaces a wish)
+    if b.cue and (b.stateful or b.ends or _changed_mind(b)):
         # nor does "the Bongard has now moved twice" replace its date: it says no new
         # value, and names nothing new ("switched the holiday to Lisbon" does)
         if a.valued and not (b.valued or b.ends or b.gone):
             return bool(names_in(b.text) - names_in(a.text))
         return True
+    if a.valued and b.valued and (key := _key(a.text)) and key == _key(b.text):
+        # "Price: £38 a head" then "Price: £42 a head": one key, none of its values again
+        # ("Kyoto: Gion (HNR-2291), 11-15 Oct" restates "Kyoto: Gion, code HNR-2291")
+        old, new = _figures(a.words), _figures(b.words)
+        return bool(old and new) and old.isdisjoint(new)
     # a total said again with new figures: most words of each are the other's
     shared = len(a.subject & b.subject)
     if shared >= 0.6 * max(len(a.subject), len(b.subject)) and _recounted(a, b) < _NEVER:
         return True
     # near the same statement, with another value
     return len(a.words & b.words) >= 0.75 * max(len(a.words), len(b.words)) and a.words != b.words
+
+
+def _key(text: str) -> str:
+    """The key of a ``key: value`` line ("Price: £42 a head" -> "price"), "" for others:
+    a later line of one key states its new value."""
+    head, colon, value = text.partition(":")
+    head = head.strip(" -*•")
+    if not colon or not value.strip() or len(head) > _KEY_CHARS or head.count(" ") > 2:
+        return ""
+    return head.lower() if head[:1].isalpha() else ""  # not "11" of "11:15", not a table
+
+
+_KEY_CHARS = 24
+
+
+def _figures(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(w for w in words if _DIGIT.search(w))
 
 
 @dataclass

@@ -455,6 +455,8 @@ def _reads_as_instruction(t: _Text) -> bool:
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
         return True
+    if ("you" in t.words or "ever" in t.words) and _conditional_ask(t):
+        return True
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
@@ -483,6 +485,33 @@ def _prohibits(t: _Text) -> bool:
     if m is None or m.group(1) in _NO_IDIOMS:
         return False
     return bool(_ASKED_SO.search(t.lower))
+
+
+def _conditional_ask(t: _Text) -> bool:
+    """What to do whenever the other does a thing ("when you send me flats, send me the
+    listing link", "if you ever visit the truck, text me first", "when you send me edits
+    can you send WAV not MP3?"): an ask for every time, not once."""
+    m = _WHEN_YOU.match(t.lower)
+    if m is None:
+        return False
+    rest = t.lower[m.end() :].lstrip(" ,")
+    first = rest.split(None, 1)[0] if rest else ""
+    return bool(first) and (first not in _NOT_TOLD or rest.startswith(_ASK_OPENERS))
+
+
+# "when you send me ...", "if you ever ...": the clause, up to its comma (or its "can you")
+_WHEN_YOU = re.compile(
+    r"^(?:[^:,.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|one thing|plus|but)[,:]? )*"
+    r"(?:when|whenever|every time|if) (?:(?:you|i) ever [\w'-]+|you (?:send|write|draft|give"
+    r"|make|book|pick|suggest|recommend|answer|reply|explain|show|plan|list|put|post"
+    r"|mention)\b)[^,?.!]{0,60}?(?:,|(?= (?:can|could|would) you\b))"
+)
+_NOT_TOLD = _wordset(
+    """i i'm i'd i'll i've it it's that's this that there they we we're he she you you're
+    you'll the a an my your our is are was were will would can could should do does did
+    then so maybe probably"""
+)
+_ASK_OPENERS = ("can you", "could you", "would you", "please", "pls")
 
 
 # "no" + a word, opening the sentence or a clause (after "also", "and", "oh", "just", a
@@ -762,6 +791,8 @@ def _european_instruction(t: _Text) -> bool:
         return True
     if not words.isdisjoint(_PREFER) or not words.isdisjoint(_RULE_WORDS):
         return True
+    if not words.isdisjoint(_WANT) and _WANT_THAT.search(t.lower):
+        return True  # "le dico come voglio che siano scritti i capitoli: in terza persona"
     polite = not words.isdisjoint(_PLEASE) or _PLEASE_PHRASE.search(t.text) is not None
     if polite and not words.isdisjoint(_ALWAYS_NEVER_NO):
         return True
@@ -779,6 +810,11 @@ _FROM_NOW_ON_PHRASE = re.compile(
 )
 _PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
 _PLEASE = _wordset("bitte porfa stp svp")
+_WANT = _wordset("voglio vorrei quiero quisiera veux voudrais quero gostaria möchte")
+_WANT_THAT = re.compile(
+    r"\b(?:voglio|vorrei|quiero|quisiera|je veux|je voudrais|quero|gostaria|ich möchte),?"
+    r" (?:che|que|qu['’]|dass)"
+)
 _PLEASE_PHRASE = re.compile(
     r"\bpor favor\b|\bs'il (?:te|vous) pla[iî]t\b|\bper favore\b|\bpor gentileza\b",
     re.IGNORECASE,
@@ -806,6 +842,7 @@ _EUROPEAN_WORDS = (
     | _PREFER
     | _PLEASE
     | _RULE_WORDS
+    | _WANT
     | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
 )
 

@@ -120,7 +120,11 @@ def split_sentences(line: str) -> list[str]:
             or (new and s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
             or (now and _now_is(s) and not _DIGIT.search(joined[-1]))
             # (what the two below need of the sentence before first: it is short)
-            or (len(joined[-1]) <= _ANNOUNCE_CHARS and _DIGIT.search(s) and _announces(joined[-1]))
+            or (
+                len(joined[-1]) <= _ANNOUNCE_CHARS
+                and (_DIGIT.search(s) or s[:4].lower() == "now ")
+                and _announces(joined[-1])
+            )
             or (digits and len(joined[-1]) <= _ANNOUNCE_CHARS and s and _gives_value(joined[-1], s))
         ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
