@@ -16,6 +16,7 @@ current.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from collections import Counter
@@ -277,16 +278,18 @@ _CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定�
 
 @lru_cache(maxsize=1 << 14)
 def _statement(text: str) -> _Statement:
-    words = [_SAME_DAY.get(w, w) for w in content_words(text)]
+    said = content_words(text)
+    words = frozenset(map(_SAME_DAY.get, said, said))  # each day's name as English says it
     subject = _subject(text)
     # a question states nothing that could go stale
-    valued = not is_question(text) and bool(value_signal(text) or _CJK_NEW_VALUE.search(text))
-    stateful = valued or (not is_question(text) and bool(entity_signal(text)))
+    told = not is_question(text)
+    valued = told and bool(value_signal(text) or _CJK_NEW_VALUE.search(text))
+    stateful = valued or (told and bool(entity_signal(text)))
     atoms = word_atoms(text)
     gone = stateful and not atoms.isdisjoint(_REMOVAL_GATE) and bool(_REMOVAL.search(text))
     cue = gone or _update_cue(text, atoms)
     ends = cue and (not atoms.isdisjoint(_ENDED) or "不再" in text or "取消" in text)
-    return _Statement(text, subject, frozenset(words), cue, stateful, ends, gone, valued)
+    return _Statement(text, subject, words, cue, stateful, ends, gone, valued)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -299,8 +302,11 @@ def _subject(text: str) -> frozenset[str]:
     subject = words - _GENERIC  # set operations: a loop in C, over the few words said
     # a word opens with a letter or a digit, and ASCII digits sort before every letter:
     # in ASCII text the least word tells whether any opens with a digit
-    if subject and (min(subject) < ":" or not text.isascii()):
+    if subject and not text.isascii():
         subject = frozenset(w for w in subject if not w[0].isdigit())
+    elif subject and min(subject) < ":":  # the words from the first that opens with a letter
+        ordered = sorted(subject)
+        subject = frozenset(ordered[bisect.bisect_left(ordered, ":") :])
     # "Dr Shah changed his bisoprolol": the pills changed
     if _agent_verb(text, words) and (agent := _AGENT.match(text)):
         subject -= frozenset(content_words(agent.group(1)))
@@ -388,6 +394,8 @@ def _recounted(a: _Statement, b: _Statement) -> int:
     then "the budget is now €48,000", not "the price is now €179 ex-VAT"; one where the
     newer names only one thing: "retail is €179 now"). A large number when it recounts
     nothing."""
+    if not (a.stateful and b.stateful) or not (a.amounts and b.amounts):
+        return _NEVER  # most statements count nothing: nothing recounted
     older: dict[str, set[str]] = {}
     newer: dict[str, set[str]] = {}
     for amounts, by_unit in ((a.amounts, older), (b.amounts, newer)):

@@ -277,7 +277,6 @@ _QUANTITY_WORDS = _wordset(
 )
 _DOTTED = re.compile(r"\d\.\d")
 _NAMED_VERSION = re.compile(r"\b(?:version|python|node|java)\s?\d", re.IGNORECASE)
-_VERSION_WORDS = re.compile("version|python|node|java")  # one search, not one per word
 _TWO_DIGITS = re.compile(r"\d\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.\w")
 _PATHLIKE = re.compile(r"(?:^|\s)(?:~|\.{1,2})?/[\w.@+-]+/|\w/[\w./-]+\.\w{1,5}\b")
@@ -332,6 +331,7 @@ class _Text:
     entity: float | None = None
     rule: bool | None = None
     names: tuple[str, ...] = ()  # the names it says past its first word (with `entity`)
+    atoms: frozenset[str] | None = None  # its words as `\b` sees them (`word_atoms`)
 
 
 def _unmarked_question(text: str, cjk: bool) -> bool:
@@ -362,19 +362,23 @@ _TAG = re.compile(
 
 @lru_cache(maxsize=1 << 16)
 def _read(text: str) -> _Text:
-    lower = text.lower().replace("’", "'")  # one apostrophe: "we’re" is "we're"
+    plain = text.isascii()  # known at once
+    lower = text.lower()
+    if not plain:
+        lower = lower.replace("’", "'")  # one apostrophe: "we’re" is "we're"
     words = _WORD.findall(lower)
-    cjk = not text.isascii() and bool(_CJK.search(text))  # ASCII: known at once
-    content = [w for w in words if w not in _STOP]  # a comprehension: most text is not CJK
+    cjk = not plain and bool(_CJK.search(text))
+    content = tuple(itertools.filterfalse(_STOP.__contains__, words))  # filtered in C
     if cjk:
-        content = [pair for w in content for pair in _cjk_pairs(w)]
+        content = tuple(pair for w in content for pair in _cjk_pairs(w))
     digits = _DIGIT.search(text) is not None
-    capitals = text[1:] != text[1:].lower()
+    # (in ASCII, lower-casing keeps every character in its place)
+    capitals = text[1:] != (lower[1:] if plain else text[1:].lower())
     wordset = frozenset(words)
     marked = text.rstrip().endswith(("?", "？"))
     # "no emojis ever in anything I send, ok?": a tag asks for a nod, not an answer
     question = (marked and not _TAG.search(lower)) or _unmarked_question(text, cjk)
-    return _Text(text, lower, wordset, tuple(content), cjk, digits, capitals, question)
+    return _Text(text, lower, wordset, content, cjk, digits, capitals, question)
 
 
 def _cjk_pairs(word: str) -> list[str]:
@@ -415,7 +419,13 @@ def word_atoms(text: str) -> frozenset[str]:
     >>> sorted(word_atoms("It's now-or-never, v2.1"))
     ['1', 'it', 'never', 'now', 'or', 's', 'v2']
     """
-    return frozenset(_ATOM.findall(_read(text).lower))
+    return _atoms(_read(text))
+
+
+def _atoms(t: _Text) -> frozenset[str]:
+    if t.atoms is None:  # read once: rules and supersession both ask
+        t.atoms = frozenset(_ATOM.findall(t.lower))
+    return t.atoms
 
 
 _ATOM = re.compile(r"\w+")
@@ -440,7 +450,7 @@ def _reads_as_instruction(t: _Text) -> bool:
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
         return bool(_INSTRUCTION_ZH.search(t.text))
-    if _ONE_OFF.search(t.text) and not _standing_cued(word_atoms(t.text)):
+    if _one_off(t) and not _standing_cued(_atoms(t)):
         return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
@@ -450,14 +460,14 @@ def _reads_as_instruction(t: _Text) -> bool:
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
             bool(t.words & _INSTRUCTION_GATE)
-            and _standing_cued(word_atoms(t.text))
+            and _standing_cued(_atoms(t))
             and bool(_STANDING_QUESTION.search(t.text))
         )
     if not t.words.isdisjoint(_EUROPEAN_WORDS) and _european_instruction(t):
         return True
     if "no" in t.words and _prohibits(t):
         return True
-    if not t.words & _INSTRUCTION_GATE or not _instruction_cued(word_atoms(t.text)):
+    if not t.words & _INSTRUCTION_GATE or not _instruction_cued(_atoms(t)):
         return False
     text = t.text.replace("’", "'")
     return any(not _narrated(text, m) for m in _INSTRUCTION_EN.finditer(text))
@@ -597,6 +607,14 @@ _ONE_OFF = re.compile(
     r"\b(?:don['’]?t|do not|never) (?:\w+ ){1,2}?(?:that|this|this one|that one|it)[.!?…]*$",
     re.IGNORECASE,
 )
+
+
+def _one_off(t: _Text) -> bool:
+    """`_ONE_OFF`, searched only where its words may be (it tries every character)."""
+    lower = t.lower
+    return ("do" in lower or "never" in lower) and _ONE_OFF.search(t.text) is not None
+
+
 _STANDING_ALONE = _wordset("future whenever anymore")
 _STANDING_PAIRS = [
     (_wordset(a), _wordset(b))
@@ -620,7 +638,7 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     """
     opening = reply.lstrip(" \n-*•>")
     head = opening[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
-    if (ack := _ACK.match(head)) or _ACK_AFTER.match(head):  # "Noted: ...", "No X — understood."
+    if (ack := _ACK.match(head)) or (_dashed(head) and _ACK_AFTER.match(head)):  # "No X — noted"
         # what is acknowledged is said in the sentence of the acknowledgement ("Noted. A
         # generic inbox isn't disqualifying ..." goes on to something else)
         said = _SENTENCE_END.split(head[ack.end() :] if ack else head, maxsplit=1)[0]
@@ -645,6 +663,11 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
     # (CJK words are character pairs: two characters say as much as a longer word)
     return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+
+
+def _dashed(head: str) -> bool:
+    """Whether `head` has a dash `_ACK_AFTER` needs: its lazy run tries every character."""
+    return "-" in head or "—" in head or "–" in head
 
 
 def _listed(reply: str) -> list[str]:
@@ -693,7 +716,7 @@ _PROMISE_GATE = re.compile(
 def _may_promise(lower: str) -> bool:
     """Whether lower-cased ASCII text holds a word `_PROMISE_GATE` finds (its others are
     not ASCII): substring tests, each a fast scan."""
-    return any(word in lower for word in _PROMISE_WORDS)
+    return any(map(lower.__contains__, _PROMISE_WORDS))  # (mapped in C)
 
 
 _PROMISE_WORDS = (
@@ -914,14 +937,21 @@ def _values(t: _Text) -> float:
     if not t.digits and t.words.isdisjoint(_DATE_WORDS):
         return 0.0
     text, words = t.text, t.words
+    plain = text.isascii()  # known at once: in ASCII, a substring test stands for a search
     kinds = 0
-    if _MONEY_CHARS.search(text) or not words.isdisjoint(_CURRENCY_WORDS):
+    if ("$" in text if plain else _MONEY_CHARS.search(text)) or not words.isdisjoint(
+        _CURRENCY_WORDS
+    ):
         kinds += 1
     # each pattern is searched only when a character it needs is there
-    if not words.isdisjoint(_DATE_WORDS) or (_date_chars(text) and _NUMERIC_DATE.search(text)):
+    if not words.isdisjoint(_DATE_WORDS) or (
+        _date_chars(text, plain) and _NUMERIC_DATE.search(text)
+    ):
         kinds += 1
     if t.digits:
-        if not words.isdisjoint(_DURATION_WORDS) or _CLOCK.search(text):
+        if not words.isdisjoint(_DURATION_WORDS) or (
+            _clock_chars(t, plain) and _CLOCK.search(text)
+        ):
             kinds += 1
         if "%" in text or not words.isdisjoint(_QUANTITY_WORDS):
             kinds += 1
@@ -937,17 +967,28 @@ _QUANTITY_ZH = re.compile(
 )
 
 
-def _date_chars(text: str) -> bool:
-    """Whether `text` may hold a character a numeric date needs (- / . 月 年): three
-    searches in C, where a set's test reads every character in Python's loop."""
-    return "." in text or "-" in text or "/" in text or not text.isascii()
+def _date_chars(text: str, plain: bool) -> bool:
+    """Whether `text` may hold the characters a numeric date needs: in ASCII (`plain`),
+    a dash (2024-05-01) or two of dot and slash (5/1/24): searches in C, where a set's
+    test reads every character in Python's loop."""
+    return not plain or "-" in text or text.count(".") + text.count("/") >= 2
+
+
+def _clock_chars(t: _Text, plain: bool) -> bool:
+    """Whether `_CLOCK` may find a time: in ASCII (`plain`), a colon or an am/pm."""
+    if not plain or ":" in t.text:
+        return True
+    lower = t.lower
+    return "am" in lower or "pm" in lower or "a.m" in lower or "p.m" in lower
 
 
 def _version(t: _Text) -> bool:
     """3.11, v2.0.1, "Python 3": each pattern searched only when it could match."""
     if "." in t.text and _DOTTED.search(t.text):
         return True
-    return _VERSION_WORDS.search(t.lower) is not None and bool(_NAMED_VERSION.search(t.text))
+    lower = t.lower
+    named = "version" in lower or "python" in lower or "node" in lower or "java" in lower
+    return named and bool(_NAMED_VERSION.search(t.text))
 
 
 def _code_name(t: _Text) -> bool:
@@ -1277,9 +1318,10 @@ class Salience:
         if not idf and self.df:  # each word's IDF, computed once per conversation
             n, unseen = 1 + self.n, self._unseen
             idf.update({w: math.log(n / (1 + c)) if c else unseen for w, c in self.df.items()})
-        get, unseen = idf.get, self._unseen
-        weights = {get(w, unseen) for w in t.content}
-        top = sorted(weights, reverse=True)[: min(3, len(set(t.content)))]
+        # the distinct weights, mapped in C; at most as many as the distinct words, so the
+        # top three of them are the top min(3, distinct words)
+        weights = set(map(idf.get, t.content, itertools.repeat(self._unseen)))
+        top = sorted(weights, reverse=True)[:3]
         return min(1.0, sum(top) / len(top) / self._norm)
 
     def _everywhere(self, name: str) -> bool:

@@ -51,7 +51,6 @@ _NAMED_DATE_HINT = re.compile(
     rf"\d(?:st|nd|rd|th)?(?:(?:\s+of)?\s+{_MONTH}|,?\s+\d{{4}})", re.IGNORECASE
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH_HINT = re.compile("|".join(_MONTHS))  # one search, not one per month
 # a header in brackets or parentheses, text may follow: "(1:56 pm on 8 May, 2023) Hi!"
 _STAMP = re.compile(r"^\s*(?:\[([^\]\n]{4,80})\]|\(([^)\n]{4,80})\))")
 _OTHER_WORDS = 1  # a header's words besides those: "Day 3: Lisbon — 8 May 2023"
@@ -94,7 +93,7 @@ def _session_date(text: str) -> str:
     if len(head) > _MAX_HEADER or head.endswith((".", "!", "?")):
         return ""  # a sentence, not a header
     if not _DATE_HINT.search(head) and not (
-        _MONTH_HINT.search(head.lower()) and _NAMED_DATE_HINT.search(head)
+        any(map(head.lower().__contains__, _MONTHS)) and _NAMED_DATE_HINT.search(head)
     ):
         return ""
     found = _DATE.search(head)

@@ -92,33 +92,40 @@ def split_sentences(line: str) -> list[str]:
         return [_BULLET.sub("", line, count=1).strip()]
     if _ENDS.isdisjoint(line):
         return [line]
-    ends = [
-        (m.start() + 1, m.end())
-        for m in _END.finditer(line)
-        if m.group(2) is None or _ends_here(line, m)
-    ]
     out: list[str] = []
     start = 0
-    for cut, after in ends:  # the end mark stays with its sentence, the space goes
-        if cut > start:
+    for m in _END.finditer(line):  # the end mark stays with its sentence, the space goes
+        cut = m.start() + 1
+        if cut > start and (m.group(2) is None or _ends_here(line, m)):
             out.append(line[start:cut].strip())
-            start = after
+            start = m.end()
     out.append(line[start:].strip())
+    # what joins a sentence to the one before, looked for only where the line says it
+    lower = line.lower()
+    instead = "instead" in lower
+    new = "new" in lower or "updated" in lower or "final" in lower or "actual" in lower
+    now = "now" in lower
+    digits = _DIGIT.search(line) is not None
     joined: list[str] = []
     for s in out:
         if not joined:
             if s:
                 joined.append(s)
-        elif s.startswith("(") and s.rstrip(".!?").endswith(")"):
+        elif s[:1] == "(" and s.rstrip(".!?").endswith(")"):
             joined[-1] += " " + s  # "Is it legal? (asking for a friend)": an aside, not a sentence
         elif not joined[-1][:1].isalpha() and not _has_letters(joined[-1]):
             joined[-1] += " " + s  # "1:58:40. Under two hours!": a bare value goes with its gloss
         elif (
-            (s[-1:] in _INSTEAD_LAST and _instead(s))
-            or (s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
-            or (_now_is(s) and not _DIGIT.search(joined[-1]))
-            or ((_DIGIT.search(s) or s[:4].lower() == "now ") and _announces(joined[-1]))
-            or (s and _gives_value(joined[-1], s))
+            (instead and s[-1:] in _INSTEAD_LAST and _instead(s))
+            or (new and s[:1] in _THAT_FIRST and _THAT_IS_NEW.match(s))
+            or (now and _now_is(s) and not _DIGIT.search(joined[-1]))
+            # (what the two below need of the sentence before first: it is short)
+            or (
+                len(joined[-1]) <= _ANNOUNCE_CHARS
+                and (_DIGIT.search(s) or s[:4].lower() == "now ")
+                and _announces(joined[-1])
+            )
+            or (digits and len(joined[-1]) <= _ANNOUNCE_CHARS and s and _gives_value(joined[-1], s))
         ):
             joined[-1] += " " + s  # "I sold the Civic. Got an e-bike instead.": one change
         elif s:
@@ -176,14 +183,12 @@ _CHANGED = frozenset(
 def _gives_value(before: str, sentence: str) -> bool:
     """A value alone, after a short sentence that says what it is ("IND confirmed the
     appointment! Tuesday 14 May, 10.30, Rotterdam desk."): one statement."""
+    if len(sentence) > _VALUE_CHARS or len(before) > _ANNOUNCE_CHARS:
+        return False  # the lengths first: most sentences are out at once
     first = sentence.split(None, 1)[0].strip(",.").lower()
     if not (first[:1].isdigit() or first in _DAYS_MONTHS) or not _DIGIT.search(sentence):
         return False
-    return (
-        len(sentence) <= _VALUE_CHARS
-        and len(before) <= _ANNOUNCE_CHARS
-        and not _DIGIT.search(before)
-    )
+    return not _DIGIT.search(before)
 
 
 _VALUE_CHARS = 60
