@@ -588,6 +588,28 @@ def test_two_rules_said_in_one_message_both_stand() -> None:
     assert [e.text[:12] for e in ledger.entries()] == ["And put the ", "Actually, sh"]
 
 
+def test_a_change_to_one_of_several_rules_said_together_leaves_the_others() -> None:
+    """ "Arial 12, a key words box at the top, and never more than two sides of A4", then
+    "from now on Century Gothic instead of Arial": the box and the two sides stand. A new
+    rule said "from now on" changes no older one it only shares a topic with."""
+    from kompakt.notes import Ledger
+
+    ledger = Ledger()
+    ledger.add(
+        "ground rules for any worksheet: Arial 12, a key words box at the top, and never"
+        " more than two sides of A4.",
+        order=20.0,
+    )
+    ledger.add("So from now on Century Gothic instead of Arial.", order=122.0)
+    texts = [e.text for e in ledger.entries()]
+    assert texts[0] == "a key words box at the top; never more than two sides of A4."
+    assert texts[1] == "So from now on Century Gothic instead of Arial."
+    ledger.add("Letters to Daniel Price from now on, he is the new contact.", order=130.0)
+    ledger.add("Some rules for all letters from now on: one page max.", order=10.0)
+    ledger.add("Letters go to Daniel Price from now on.", order=140.0)
+    assert any(e.text.startswith("Some rules for all letters") for e in ledger.entries())
+
+
 def test_between_friends_the_first_message_is_no_request() -> None:
     """Two people who write alike, turn for turn: "Happy new year!! How are you?" opens a
     chat, it asks nothing of an assistant; the note's room goes to what they told."""

@@ -597,12 +597,25 @@ class Ledger:
             if _norm(e.text) == key or key in _norm(e.text):
                 e.order = max(e.order, order) if _norm(e.text) == key else e.order
                 return  # said again (or contained in what is kept): nothing new
-            if _norm(e.text) in key or (
-                e.order <= order
-                and _replaces(e.rule or e.text, rule, together=_said_together(e.order, order))
-            ):
+            if _norm(e.text) in key:
                 self._entries.remove(e)
+            elif e.order <= order and _replaces(
+                e.rule or e.text, rule, together=_said_together(e.order, order)
+            ):
+                self._replace(e, rule)
         self._entries.append(Entry(text, order, salience, shown, "" if rule == text else rule))
+
+    def _replace(self, e: Entry, newer: str) -> None:
+        """`newer` replaces `e`: whole, or the clauses of it that speak of what `newer`
+        does ("Arial 12, a key words box at the top, never more than two sides" then "use
+        Century Gothic instead of Arial" leaves the box and the two sides)."""
+        parts = [p.strip() for p in _CLAUSE.split(e.text) if p and p.strip()]
+        said = _subject_words(newer)
+        left = [p for p in parts if _subject_words(p).isdisjoint(said)]
+        if len(parts) < _LISTED or not left:  # a rule and its reason go together
+            self._entries.remove(e)
+        elif len(left) < len(parts):
+            e.text, e.rule = "; ".join(left), ""
 
     def entries(self) -> list[Entry]:
         """The instructions in force that the note shows, oldest first."""
@@ -610,6 +623,10 @@ class Ledger:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+_LISTED = 3  # clauses of an instruction that list several rules
+_FOR_GOOD = re.compile(r"\b(?:from now on|going forward|from here on)\b", re.IGNORECASE)
 
 
 def _said_together(a: float, b: float) -> bool:
@@ -626,7 +643,9 @@ def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
     shared = a & b
     if together:
         return False
-    if update_cue(newer) and (shared or _negates(older, newer)):
+    # "from now on" says a rule is one, not that it changes another ("Letters to him
+    # from now on" leaves "Some rules for all letters from now on: ..." standing)
+    if update_cue(_FOR_GOOD.sub("", newer)) and (shared or _negates(older, newer)):
         return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
 

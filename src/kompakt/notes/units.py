@@ -31,6 +31,7 @@ _END = re.compile(
     r"([.!?。！？；])(?:(?<=[。！？；])"  # CJK: the mark alone
     # "Mrs. Okafor" is one name (the titles of one length in one look behind)
     r"|(?<!\b(?:Mr|Ms|Dr|St|Mt|Sr|Jr|vs)\.)(?<!\b(?:Mrs|ref|Ref)\.)(?<!\bProf\.)"
+    r"(?<!\b[A-Z]\.)"  # "Hannah J. Okoye": an initial
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])"
     r"|(?<=\w[.!?])(\s+)(?=[a-z]))"
 )
@@ -74,8 +75,8 @@ def split_sentences(line: str) -> list[str]:
     ['The deadline is May 5.', 'We use Postgres 16!', 'Ok']
     >>> split_sentences("I hope so. Is it legal? (asking for a friend)")
     ['I hope so.', 'Is it legal? (asking for a friend)']
-    >>> split_sentences("1:58:40. Under two hours! Mrs. Okafor was there.")
-    ['1:58:40. Under two hours!', 'Mrs. Okafor was there.']
+    >>> split_sentences("1:58:40. Under two hours! Mrs. Okafor and Hannah J. Okoye were there.")
+    ['1:58:40. Under two hours!', 'Mrs. Okafor and Hannah J. Okoye were there.']
     >>> split_sentences("I sold the Civic. Got a cargo e-bike instead.")
     ['I sold the Civic. Got a cargo e-bike instead.']
     >>> split_sentences("oven moved AGAIN. 2 April now. I could cry")
