@@ -643,9 +643,11 @@ def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
     shared = a & b
     if together:
         return False
+    if update_cue(newer) and _negates(older, newer):
+        return True  # "don't ring me" then "from now on you can ring me": turned around
     # "from now on" says a rule is one, not that it changes another ("Letters to him
     # from now on" leaves "Some rules for all letters from now on: ..." standing)
-    if update_cue(_FOR_GOOD.sub("", newer)) and (shared or _negates(older, newer)):
+    if shared and update_cue(_FOR_GOOD.sub("", newer)):
         return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
 
