@@ -695,12 +695,13 @@ def held_at_a_fifth(folder: Path, rounds: int) -> Held:
     return out
 
 
-# Eleven sets of six conversations, each by an author who did not read the code, each
+# Fifteen sets of six conversations, each by an author who did not read the code, each
 # written after the sets before it had been used to tune the digest: (folder, questions,
 # the share of answers a 20% budget keeps at least, the instructions it may lose, whether a
 # stale value may be shown without the current one). Each set was read once before any
 # change for it (answers held at 15%): third 82%, fourth 78%, fifth 66%, sixth 69%,
-# seventh 82%, eighth 67%, ninth 82%, tenth 81%, eleventh 77%.
+# seventh 82%, eighth 67%, ninth 82%, tenth 81%, eleventh 77%, twelfth 66%, thirteenth
+# 71%, fourteenth 61%, fifteenth 80% (the last two after every change of their session).
 WRITTEN_SETS = [
     # a chat between friends, wedding planning, coding help, support, tutoring, English/Spanish
     pytest.param(WRITTEN, 161, 0.85, None, False, id="first"),
@@ -728,6 +729,18 @@ WRITTEN_SETS = [
     pytest.param(WRITTEN / "set10", 179, 0.83, 2, True, id="tenth"),
     # a couple moving abroad, DIY, German practice, a candle shop, diabetes, a WhatsApp export
     pytest.param(WRITTEN / "set11", 180, 0.78, 3, True, id="eleventh"),
+    # old friends in dated sessions, Chinese renovation, FastAPI help, a night nurse's
+    # notes, a fantasy campaign, a sales rep's emails with the client's own rules
+    pytest.param(WRITTEN / "set12", 179, 0.74, 5, True, id="twelfth"),
+    # Spanish (the Camino), co-parents, a job seeker, a podcast host and producer, a used
+    # car, Italian (a family history)
+    pytest.param(WRITTEN / "set13", 180, 0.76, 3, True, id="thirteenth"),
+    # coworkers' direct messages, marathon coaching, Chinese friends, home brewing, a
+    # deposit dispute, a personal organiser
+    pytest.param(WRITTEN / "set14", 177, 0.69, 6, True, id="fourteenth"),
+    # Dutch (a bike shop), a history teacher, siblings planning a birthday, a translator's
+    # invoices, a beekeeper's diary, a gamer's builds
+    pytest.param(WRITTEN / "set15", 174, 0.81, 2, True, id="fifteenth"),
 ]
 
 
