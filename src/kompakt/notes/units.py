@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from kompakt.messages import Message
+from kompakt.notes.salience import date_word
 from kompakt.notes.speakers import speaker_label
 
 __all__ = ["Unit", "split_sentences", "split_units"]
@@ -187,20 +188,14 @@ def _gives_value(before: str, sentence: str) -> bool:
     if len(sentence) > _VALUE_CHARS or len(before) > _ANNOUNCE_CHARS:
         return False  # the lengths first: most sentences are out at once
     first = sentence.split(None, 1)[0].strip(",.").lower()
-    if not (first[:1].isdigit() or first in _DAYS_MONTHS) or not _DIGIT.search(sentence):
+    dated = first[:1].isdigit() or first in _DAY_SHORT or date_word(first)
+    if not dated or not _DIGIT.search(sentence):
         return False
     return not _DIGIT.search(before)
 
 
 _VALUE_CHARS = 60
-_DAYS_MONTHS = frozenset(
-    re.findall(
-        r"\S+",
-        """monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur
-    thurs fri sat sun january february march april may june july august september october
-    november december jan feb mar apr jun jul aug sep sept oct nov dec""",
-    )
-)
+_DAY_SHORT = frozenset(re.findall(r"\S+", "mon tue tues wed thu thur thurs fri sat sun"))
 
 
 def _now_is(sentence: str) -> bool:
