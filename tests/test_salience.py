@@ -469,6 +469,9 @@ def test_a_change_said_over_two_sentences_is_one_unit() -> None:
         "when you send me edits can you send WAV not MP3?",
         "ok so if I ever mention buying another bike, talk me out of it.",
         "E le chiedo una cortesia: non usi la parola 'nostalgia'.",
+        "also I really prefer doing all this by email, not phone calls.",
+        "Vanaf nu graag altijd de je-vorm.",
+        "Gebruik nooit Engelse woorden.",
         "Also before I forget: if you send anything about the twins, send it to Hana too.",
     ],
 )
@@ -487,6 +490,8 @@ def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: st
         "when you get a chance, I'd love to hear about it.",
         "If you send it by Friday, that would be great.",
         "if I ever win the lottery, I'm buying a boat.",
+        "Zoals altijd, te laat.",
+        "Het regent altijd in Utrecht.",
     ],
 )
 def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
@@ -501,6 +506,9 @@ def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
         "Il mio piatto preferito è la parmigiana.",
         "Je déteste le céleri.",
         "Não gosto de coentro.",
+        "mum's fave is lemon drizzle.",
+        "ik heb echt een hekel aan het woord duurzaam, iedereen roept het.",
+        "Ik ben helemaal weg van bakfietsen trouwens.",
     ],
 )
 def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) -> None:

@@ -89,7 +89,8 @@ _INSTRUCTION_EN = re.compile(
     r"|(?<!\bi )(?<!\bi'd )(?<!\bi'll )(?<!\bwe )(?<!\bwe'd )(?<!\bwe'll )(?<!\bto )"  # told
     r"(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet)\b)"
     r"|your (?:answers?|replies|responses))"
-    r"|\b(?:i|we)(?:'d|’d| would)? (?:prefer|rather|like you to|love it if|want you to"
+    r"|\b(?:i|we)(?:'d|’d| would)?(?: really| much| honestly| strongly| definitely)?"
+    r" (?:prefer|rather|like you to|love it if|want you to"
     r"|need you to)"
     r"|\b(?:i|we) (?:like my|like it when|hate it when|don't like|do not like|dislike"
     r"|can't stand|can't eat|cannot eat|never eat|don't eat|am allergic|am vegetarian|am vegan)"
@@ -803,15 +804,16 @@ def _european_instruction(t: _Text) -> bool:
     return not words.isdisjoint(_TOLD_ALWAYS_NEVER) and _TOLD.search(t.text) is not None
 
 
-_FROM_NOW_ON = _wordset("désormais dorénavant künftig zukünftig fortan d'ora")
+_FROM_NOW_ON = _wordset("désormais dorénavant künftig zukünftig fortan d'ora voortaan")
 _FROM_NOW_ON_PHRASE = re.compile(
     r"\b(?:a partir de (?:ahora|agora|maintenant|hoy|hoje)|de ahora en adelante|en adelante"
     r"|daqui (?:em|para) (?:diante|frente)|ab (?:jetzt|sofort|heute)|von nun an|d'ora in poi"
+    r"|vanaf nu|van nu af aan"
     r"|da ora in (?:poi|avanti))\b",
     re.IGNORECASE,
 )
 _PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
-_PLEASE = _wordset("bitte porfa stp svp")
+_PLEASE = _wordset("bitte porfa stp svp alsjeblieft alstublieft aub")
 _ASK_YOU = _wordset("chiedo pido peço demande bitte")
 _ASK_YOU_PHRASE = re.compile(
     r"\b(?:le|ti|vi) chiedo\b|\b(?:le|te|les|os) pido\b|\b(?:lhe|te) peço\b"
@@ -829,18 +831,21 @@ _PLEASE_PHRASE = re.compile(
 _ALWAYS_NEVER_NO = _wordset(
     """siempre nunca jamás jamas no sin sempre nunca não sem toujours jamais pas sans ne
     immer nie niemals nicht kein keine keinen ohne mai non senza nada ningún ninguna
-    niente nessun nessuna nenhum nenhuma aucun aucune"""
+    niente nessun nessuna nenhum nenhuma aucun aucune altijd nooit geen zonder"""
 )
-_TOLD_ALWAYS_NEVER = _wordset("nie niemals immer jamais toujours nunca jamás siempre sempre")
+_TOLD_ALWAYS_NEVER = _wordset(
+    "nie niemals immer jamais toujours nunca jamás siempre sempre altijd nooit"
+)
 # a rule said to be one: "otra regla: ...", "ancora una regola: le date sempre per esteso"
-_RULE_WORDS = _wordset("regla reglas regra regras règle règles regel regeln regola regole")
+_RULE_WORDS = _wordset("regla reglas regra regras règle règles regel regeln regels regola regole")
 _TOLD = re.compile(
     r"(?:^|[:;,.!]\s+)(?:(?:nunca|jamás) \w+(?:es|as)\b"  # "nunca uses": you, told
     r"|(?!(?:ich|wir|er|sie|es|man|das|du|ihr|der|die|den|dem|dies\w*|je|il|elle|on|nous"
     r"|vous|tu|ils|elles|ce|c|j|y|yo|él|ella|ellos|io|lui|lei|noi|eu|ele|ela|nós"
     # "como siempre", "wie immer": as always, no rule
-    r"|como|come|comme|wie|per|para|por|de|da|quasi|casi|presque|fast|é|è|es|est|ist)\b)"
-    r"(?:n')?[^\W\d_]+ (?:nie|niemals|immer|jamais|toujours|siempre|sempre)\b)",
+    r"|como|come|comme|wie|per|para|por|de|da|quasi|casi|presque|fast|é|è|es|est|ist"
+    r"|zoals|ik|jij|hij|zij|ze|wij|het|dat|dit|er|is)\b)"
+    r"(?:n')?[^\W\d_]+ (?:nie|niemals|immer|jamais|toujours|siempre|sempre|altijd|nooit)\b)",
     re.IGNORECASE,
 )
 _EUROPEAN_WORDS = (
@@ -851,7 +856,7 @@ _EUROPEAN_WORDS = (
     | _RULE_WORDS
     | _WANT
     | _ASK_YOU
-    | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per")
+    | _wordset("partir ahora adelante daqui ab von d'ora da por s'il per vanaf")
 )
 
 
@@ -1103,13 +1108,14 @@ _PREFERENCE = re.compile(
     r"|prefers|adores|loathes|detests|refuses|can['’]t stand|cannot stand"
     r"|doesn['’]t (?:like|eat|drink))\b"
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
-    r"|\bfavou?rite\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)"
+    r"|\bfavou?rite\b|\bfaves?\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)"
     r"|\b(?:won['’]t|will not|never) (?:eat|drink|touch)\b"  # "Theo won't eat mushrooms"
     # Spanish, Portuguese, French, German, Italian: "a mí el pulpo no me gusta nada"
     r"|\b(?:me gustan?|me encantan?|odio|detesto|no soporto|prefiero|gosto d[eoa]s?|adoro"
     r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
     r"|ich (?:mag|hasse|liebe|bevorzuge)|mi piace|mi piacciono|preferisco"
-    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?)\b"
+    r"|non sopporto|favorit[oa]|preferit[oa]|préférée?|hekel aan|helemaal weg van"
+    r"|ik hou(?:d)? van|favoriete|lievelings\w*)\b"
     # "mi piace come scrive", "sì, mi piace", "me encanta esto": a reaction, no taste
     r"(?!\s*(?:[.!?,]|$|come\b|così\b|molto\b|tanto\b|quest|esto\b|eso\b|mucho\b"
     r"|muito\b|isso\b|ça\b|cela\b|das\b|es\b|sehr\b|beaucoup\b))",
@@ -1120,7 +1126,8 @@ _PREFERENCE_WORDS = _wordset(
     loves likes prefers adores loathes detests refuses doesn't won't will never
     gusta gustan encanta encantan odio detesto soporto prefiero gosto adoro odeio prefiro
     j'aime n'aime j'adore déteste préfère supporte mag hasse liebe bevorzuge piace
-    piacciono preferisco sopporto favorito favorita preferito preferita préféré préférée"""
+    piacciono preferisco sopporto favorito favorita preferito preferita préféré préférée
+    hekel weg hou houd favoriete fave faves"""
 )
 _PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
 _PREFERENCE_WEIGHT = 1.5
