@@ -472,6 +472,7 @@ def test_a_change_said_over_two_sentences_is_one_unit() -> None:
         "also I really prefer doing all this by email, not phone calls.",
         "Vanaf nu graag altijd de je-vorm.",
         "Gebruik nooit Engelse woorden.",
+        "first rule of party club: NOTHING in the family group chat.",
         "Also before I forget: if you send anything about the twins, send it to Hana too.",
     ],
 )
@@ -491,6 +492,7 @@ def test_a_rule_said_by_naming_what_it_rules_out_or_for_good_in_passing(rule: st
         "If you send it by Friday, that would be great.",
         "if I ever win the lottery, I'm buying a boat.",
         "Zoals altijd, te laat.",
+        "The rule of thumb: 1 litre per hour.",
         "Het regent altijd in Utrecht.",
     ],
 )

@@ -77,7 +77,7 @@ _INSTRUCTION_EN = re.compile(
     r"|\bunless i (?:ask|say|tell)\b"  # "three lines max unless I ask for more"
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
-    r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you)?:"
+    r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you| of (?!thumb\b)[\w ]{1,20})?:"
     # "house rule I forgot to mention, potions are a bonus action": a rule said it is one
     r"|^(?:(?:also|and|oh|ok|btw|so),? )*(?:another|one|a|new|house|small|quick|ground|golden)"
     r" (?:rule|preference)\b(?! of thumb)"
