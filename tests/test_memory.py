@@ -695,13 +695,14 @@ def held_at_a_fifth(folder: Path, rounds: int) -> Held:
     return out
 
 
-# Fifteen sets of six conversations, each by an author who did not read the code, each
+# Seventeen sets of six conversations, each by an author who did not read the code, each
 # written after the sets before it had been used to tune the digest: (folder, questions,
 # the share of answers a 20% budget keeps at least, the instructions it may lose, whether a
 # stale value may be shown without the current one). Each set was read once before any
 # change for it (answers held at 15%): third 82%, fourth 78%, fifth 66%, sixth 69%,
 # seventh 82%, eighth 67%, ninth 82%, tenth 81%, eleventh 77%, twelfth 66%, thirteenth
-# 71%, fourteenth 61%, fifteenth 80% (the last two after every change of their session).
+# 71%, fourteenth 61%, fifteenth 80%, sixteenth 72%, seventeenth 79% (the last four after
+# most or all changes of their session).
 WRITTEN_SETS = [
     # a chat between friends, wedding planning, coding help, support, tutoring, English/Spanish
     pytest.param(WRITTEN, 161, 0.85, None, False, id="first"),
@@ -741,6 +742,12 @@ WRITTEN_SETS = [
     # Dutch (a bike shop), a history teacher, siblings planning a birthday, a translator's
     # invoices, a beekeeper's diary, a gamer's builds
     pytest.param(WRITTEN / "set15", 174, 0.81, 2, True, id="fifteenth"),
+    # two sisters in dated sessions, a bistro, German (a kitchen in Munich), a PhD in
+    # biology, a home insurance claim, a rail trip
+    pytest.param(WRITTEN / "set16", 180, 0.77, 3, True, id="sixteenth"),
+    # flatmates texting, a React freelancer, French (a move to Montréal), a baby log, a
+    # choir's season, a rescue dog's training
+    pytest.param(WRITTEN / "set17", 180, 0.79, 5, True, id="seventeenth"),
 ]
 
 
