@@ -557,6 +557,12 @@ def test_the_same_value_said_again_is_no_change() -> None:
     assert superseded("Squat best 120kg.", "Squat best updated: 135kg (up from 120kg).")
 
 
+def test_a_price_adjusted_in_chinese_outdates_the_older() -> None:
+    assert superseded(
+        "美式18元，拿铁22元，手冲看豆子。", "牛奶和豆子都涨价了，拿铁我调到25元了，美式不变"
+    )
+
+
 def test_who_changed_their_mind_is_what_changed() -> None:
     said = "nope. alfie changed his mind. now he's a knight. on a wednesday"
     assert split_sentences(said)[1] == "alfie changed his mind. now he's a knight."

@@ -55,7 +55,7 @@ _UPDATE_CUE = re.compile(
     r"|correction|corrected|scratch that|forget|not .{1,30} but|rather than|from now on"
     r"|going forward|changed my mind|raised|lowered|increased|decreased|extended|shortened"
     r"|upgraded|downgraded|migrated|became|becomes|turned)\b"
-    r"|改成|改为|换成|现在|不再|取消|推迟|更新|其实"
+    r"|改成|改为|换成|现在|不再|取消|推迟|更新|其实|调到|调成|涨到|涨价|降到|降价|变成|搬到|搬去"
     # the same in Spanish, Portuguese, French, German and Italian
     r"|\b(?:ahora|agora|maintenant|désormais|jetzt|nun|adesso|ora"
     r"|ya no|já não|não mais|ne \w+ plus|nicht mehr|kein \w+ mehr|non più"
@@ -235,7 +235,7 @@ def _update_cue(text: str, words: frozenset[str]) -> bool:
     return _UPDATE_CUE.search(text) is not None
 
 
-_CJK_UPDATE = re.compile(r"[改换现不取推更其]")
+_CJK_UPDATE = re.compile(r"[改换现不取推更其调涨降变搬]")
 _CJK_ANY = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
@@ -273,7 +273,9 @@ def _days_and_months() -> dict[str, str]:
 _SAME_DAY = _days_and_months()
 _DAY_WORDS = frozenset(_SAME_DAY)
 # a change in Chinese names its new value after the verb: "改成新西兰了"
-_CJK_NEW_VALUE = re.compile(r"(?:改成|改为|改到|换成|换到|搬到|定在|改在)[^\s，。！？了]")
+_CJK_NEW_VALUE = re.compile(
+    r"(?:改成|改为|改到|换成|换到|搬到|定在|改在|调到|调成|涨到|降到|变成)[^\s，。！？了]"
+)
 
 
 @lru_cache(maxsize=1 << 14)
