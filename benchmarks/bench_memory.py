@@ -20,7 +20,7 @@ thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 que
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
 and stale values shown as current (the old value kept without the new one). Then the same
-for the sets of a second to a seventeenth author (``set2`` to ``set17``), each written after the
+for the sets of a second to a nineteenth author (``set2`` to ``set19``), each written after the
 sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
@@ -306,6 +306,8 @@ def main() -> None:
         (WRITTEN / "set15", "fifteenth"),
         (WRITTEN / "set16", "sixteenth"),
         (WRITTEN / "set17", "seventeenth"),
+        (WRITTEN / "set18", "eighteenth"),
+        (WRITTEN / "set19", "nineteenth"),
     ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,

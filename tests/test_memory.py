@@ -695,14 +695,14 @@ def held_at_a_fifth(folder: Path, rounds: int) -> Held:
     return out
 
 
-# Seventeen sets of six conversations, each by an author who did not read the code, each
+# Nineteen sets of six conversations, each by an author who did not read the code, each
 # written after the sets before it had been used to tune the digest: (folder, questions,
 # the share of answers a 20% budget keeps at least, the instructions it may lose, whether a
 # stale value may be shown without the current one). Each set was read once before any
 # change for it (answers held at 15%): third 82%, fourth 78%, fifth 66%, sixth 69%,
 # seventh 82%, eighth 67%, ninth 82%, tenth 81%, eleventh 77%, twelfth 66%, thirteenth
-# 71%, fourteenth 61%, fifteenth 80%, sixteenth 72%, seventeenth 79% (the last four after
-# most or all changes of their session).
+# 71%, fourteenth 61%, fifteenth 80%, sixteenth 72%, seventeenth 79%, eighteenth 67%,
+# nineteenth 78% (the last six after most or all changes of their session).
 WRITTEN_SETS = [
     # a chat between friends, wedding planning, coding help, support, tutoring, English/Spanish
     pytest.param(WRITTEN, 161, 0.85, None, False, id="first"),
@@ -748,6 +748,12 @@ WRITTEN_SETS = [
     # flatmates texting, a React freelancer, French (a move to Montréal), a baby log, a
     # choir's season, a rescue dog's training
     pytest.param(WRITTEN / "set17", 180, 0.79, 5, True, id="seventeenth"),
+    # cousins in dated sessions, a pottery shop, Portuguese (a wedding in Sintra), GCSE
+    # chemistry, a landlord and his agent, a move to Singapore
+    pytest.param(WRITTEN / "set18", 181, 0.7, 6, True, id="eighteenth"),
+    # a long general chat, Chinese (an interview in Shenzhen), retired colleagues, a novel's
+    # launch, a food bank's rota, a coast-to-coast ride
+    pytest.param(WRITTEN / "set19", 180, 0.78, 5, True, id="nineteenth"),
 ]
 
 
