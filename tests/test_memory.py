@@ -763,8 +763,8 @@ def test_the_hand_written_conversations_keep_most_answers(
     folder: Path, asked: int, floor: float, lost: int | None, stale: bool, rounds: int
 ) -> None:
     """At a 20% budget most answers are still sent, once and after five rounds (truncation
-    keeps 35%, 11%, 27%, 25%, 15%, 26%, 23%, 24%, 46%, 21%, 26%, 28%, 15%, 27%, 30%, 21% and
-    21% of them), and the standing instructions."""
+    keeps 35%, 11%, 27%, 25%, 15%, 26%, 23%, 24%, 46%, 21%, 26%, 28%, 15%, 27%, 30%, 21%,
+    21%, 27% and 28% of them), and the standing instructions."""
     got = held_at_a_fifth(folder, rounds)
     assert got.asked == asked
     assert got.held >= floor * got.asked, got
