@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import string
 from collections import Counter
 from collections.abc import Container, Sequence
 from collections.abc import Set as AbstractSet
@@ -553,7 +554,7 @@ def _amounts_said(words: frozenset[str]) -> frozenset[str]:
 
 
 _NUMBER = re.compile(r"[£$€¥]?\d[\d.,:/–-]*")
-_UNIT_LETTERS = "abcdefghijklmnopqrstuvwxyz%°"
+_UNIT_LETTERS = string.ascii_lowercase + "%°"
 
 
 @dataclass
@@ -628,7 +629,7 @@ class Ledger:
 
 
 _LISTED = 3  # clauses of an instruction that list several rules
-_FOR_GOOD = re.compile(r"\b(?:from now on|going forward|from here on)\b", re.IGNORECASE)
+_FROM_NOW_ON = re.compile(r"\b(?:from now on|going forward|from here on)\b", re.IGNORECASE)
 
 
 def _said_together(a: float, b: float) -> bool:
@@ -639,17 +640,17 @@ def _said_together(a: float, b: float) -> bool:
 def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
     """Whether the rule `newer` replaces `older`; rules said `together` in one message
     both stand."""
+    if together:
+        return False
     a, b = _subject_words(older), _subject_words(newer)
     if not a or not b:
         return False
     shared = a & b
-    if together:
-        return False
     if update_cue(newer) and _negates(older, newer):
         return True  # "don't ring me" then "from now on you can ring me": turned around
     # "from now on" says a rule is one, not that it changes another ("Letters to him
     # from now on" leaves "Some rules for all letters from now on: ..." standing)
-    if shared and update_cue(_FOR_GOOD.sub("", newer)):
+    if shared and update_cue(_FROM_NOW_ON.sub("", newer)):
         return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
 

@@ -485,7 +485,7 @@ def _prohibits(t: _Text) -> bool:
     m = _NO_THING.search(t.lower)
     if m is None or m.group(1) in _NO_IDIOMS:
         return False
-    return bool(_ASKED_SO.search(t.lower))
+    return _ASKED_SO.search(t.lower) is not None or _TAG.search(t.lower) is not None
 
 
 def _conditional_ask(t: _Text) -> bool:
@@ -530,7 +530,7 @@ _NO_IDIOMS = _wordset(
 )
 _ASKED_SO = re.compile(
     r"\b(?:please|pls|ever|at all|whatever you do|request|rule|rules|thanks|thank you"
-    r"|from now on|going forward|for me)\b|[,.!]\s*(?:ok|okay|yeah|alright|deal)\s*\?+\s*$"
+    r"|from now on|going forward|for me)\b"
 )
 
 
@@ -1115,7 +1115,7 @@ _PREFERENCE = re.compile(
     r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
     r"|ich (?:mag|hasse|liebe|bevorzuge)|mi piace|mi piacciono|preferisco"
     r"|non sopporto|favorit[oa]|preferit[oa]|préférée?|hekel aan|helemaal weg van"
-    r"|ik hou(?:d)? van|favoriete|lievelings\w*)\b"
+    r"|ik hou(?:d)? van|favoriete)\b"
     # "mi piace come scrive", "sì, mi piace", "me encanta esto": a reaction, no taste
     r"(?!\s*(?:[.!?,]|$|come\b|così\b|molto\b|tanto\b|quest|esto\b|eso\b|mucho\b"
     r"|muito\b|isso\b|ça\b|cela\b|das\b|es\b|sehr\b|beaucoup\b))",
