@@ -30,6 +30,8 @@ from kompakt.notes.units import split_sentences
         "I prefer tabs over spaces.",
         "I'd rather you skipped the small talk.",
         "Whenever I paste a stack trace, start with the root cause.",
+        "Add the version number every time I ask about a library.",
+        "Can you remember to cite a source?",
         "Make sure to double-check dates against my calendar.",
         "Call me Jo.",
         "Going forward, use ISO dates.",
@@ -125,6 +127,10 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "anyway, do you remember that awful pub quiz in second year",
         "A rule of thumb is to save a tenth of what you earn.",
         "The house rules are posted on the fridge.",
+        # what happens every time, and a question that asks to recall, not to remember
+        "lol my knee clicks every time I go upstairs now.",
+        "It breaks every time I run the tests.",
+        "ha can you remember the name of the chippy in Leek Grandad used to take us to?",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:
@@ -299,6 +305,23 @@ def test_a_named_thing_said_to_be_gone_outdates_what_was_said_of_it() -> None:
         "it's making a weird noise"
     )
     assert not superseded(older, "my brother drives a Skoda too, he loves it.")
+
+
+def test_a_new_amount_leaves_the_clauses_that_name_other_things() -> None:
+    older = "They're putting Hollins Farm on the market with Fletcher & Rowe, asking £1.2m."
+    newer = "Farm update: no offers, so Geoff has dropped the asking to £1.05m."
+    assert superseded(older, newer)
+    assert surviving_clauses(older, newer) == (
+        "They're putting Hollins Farm on the market with Fletcher & Rowe"
+    )
+
+
+def test_a_german_ordinal_date_ends_no_sentence() -> None:
+    said = "Die Küche wird am Samstag, 1. März abgebaut. Wir wohnen im 3. Stock."
+    assert split_sentences(said) == [
+        "Die Küche wird am Samstag, 1. März abgebaut.",
+        "Wir wohnen im 3. Stock.",
+    ]
 
 
 def test_a_change_that_replaces_no_value_outdates_nothing() -> None:

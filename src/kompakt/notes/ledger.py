@@ -771,6 +771,12 @@ _MOVE = re.compile(
 _CLAUSE = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s*|,\s+|，|；")
 
 
+def _other_names(clause: str, newer: str) -> bool:
+    """Whether a clause names something `newer` does not."""
+    said = newer.lower()
+    return any(n not in said for n in names_in(clause))
+
+
 def surviving_clauses(older: str, newer: str) -> str:
     """What of `older` a superseding `newer` leaves standing: its clauses that speak of
     something else ("" when none do).
@@ -782,7 +788,18 @@ def surviving_clauses(older: str, newer: str) -> str:
     parts = [p.strip() for p in _CLAUSE.split(older) if p and p.strip()]
     if len(parts) < 2:
         return ""
-    kept = [p for p in parts if not superseded(p, newer)]
+    new = _statement(newer)
+    # a new amount changes the clauses that say one: "putting Hollins Farm on the market
+    # with Fletcher & Rowe" stands when "the asking" is "dropped to £1.05m"
+    amounts = new.valued and _amounts_said(new.words)
+    apart = {
+        p
+        for p in parts
+        if amounts and _other_names(p, newer) and not _amounts_said(_statement(p).words)
+    }
+    rest = [p for p in parts if p not in apart]
+    changed = [p for p in rest if _superseded(_statement(p), new)]
+    kept = [p for p in parts if p in apart or (changed and p not in changed)]
     if len(kept) == len(parts) or not kept:
         return ""
     return "; ".join(kept)

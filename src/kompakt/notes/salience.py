@@ -118,8 +118,8 @@ _QUESTION_ZH = re.compile(
 )
 _STANDING_QUESTION = re.compile(
     r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
-    r"|skip|drop"
-    r"|remember|make sure|avoid|try to)\b.*|\b(?:from now on|going forward|in (?:the )?future"
+    r"|skip|drop|remember (?:to|that|i|i'm|we)|make sure|avoid|try to)\b.*"
+    r"|\b(?:from now on|going forward|in (?:the )?future"
     r"|any ?more|every time|whenever)\b|以后|从现在起|每次",
     re.IGNORECASE,
 )
@@ -863,7 +863,11 @@ _EUROPEAN_WORDS = (
 def _narrated(text: str, cue: re.Match[str]) -> bool:
     """An "always"/"never" that tells what someone did or does ("I have never been so
     angry", "it's always the same"), not how the work is to be done."""
-    if cue.group().lower() not in ("always", "never") or _ASKED.search(text):
+    said = cue.group().lower()
+    if said.startswith(_EVERY_TIME) and cue.start():
+        # "my knee clicks every time I go upstairs": what happens then, not what to do
+        return _HAPPENS.match(text, 0, cue.start()) is not None
+    if said not in ("always", "never") or _ASKED.search(text):
         return False  # "I always sign off with just 'Best,' please": asked, not told
     if _PAST.match(text, cue.end()) or _IDIOM.match(text, cue.end()):
         return True  # "never wrote my own", "always had"; "never too early", "always a joy"
@@ -874,6 +878,15 @@ def _narrated(text: str, cue: re.Match[str]) -> bool:
 
 
 _ASKED = re.compile(r"\b(?:please|pls)\b", re.IGNORECASE)
+_EVERY_TIME = ("whenever", "every time", "each time", "any time")
+# a clause before "every time I ..." that tells what someone or something does, asking
+# nothing of the reader ("you", "please", "should" ask)
+_HAPPENS = re.compile(
+    r"(?:(?:lol|haha|ha|oh|ugh|and|so|but|also|tbh|honestly|like)[,!]?\s+)*"
+    r"(?:my|our|his|her|their|i|i'm|we|he|she|it|it's|they|there|this|that)\b"
+    r"(?:(?!\b(?:you|your|please|pls|should|must|need|want|prefer|like)\b)[^?])*$",
+    re.IGNORECASE,
+)
 _NARRATOR = re.compile(
     r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m|ll)| have| had| has"
     r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were)"

@@ -28,11 +28,17 @@ __all__ = ["Unit", "split_sentences", "split_units"]
 # is an abbreviation: a mark after a word and before a lower-case one is a candidate
 # (group 2 holds its space), which `_ends_here` decides. One pass finds both, led by the
 # end mark itself (group 1), which the engine skips to fast.
+_ORDINAL_NOUNS = (
+    r"(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November"
+    r"|Dezember|Stock|Stockwerk|Etage|OG|Mal|Klasse|Platz|Liga|Jahrhundert|Woche|Quartal)"
+)
 _END = re.compile(
     r"([.!?。！？；])(?:(?<=[。！？；])"  # CJK: the mark alone
     # "Mrs. Okafor" is one name (the titles of one length in one look behind)
     r"|(?<!\b(?:Mr|Ms|Dr|St|Mt|Sr|Jr|vs)\.)(?<!\b(?:Mrs|ref|Ref)\.)(?<!\bProf\.)"
     r"(?<!\b[A-Z]\.)"  # "Hannah J. Okoye": an initial
+    # "am Samstag, 1. März", "im 3. Stock": a German or Nordic ordinal, not an end
+    r"(?!(?:(?<=\b\d\.)|(?<=\b\d\d\.))\s+" + _ORDINAL_NOUNS + r"\b)"
     r"\s+(?=[A-Z0-9\"'“(\[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])"
     r"|(?<=\w[.!?])(\s+)(?=[a-z]))"
 )
