@@ -316,6 +316,27 @@ def test_a_new_amount_leaves_the_clauses_that_name_other_things() -> None:
     )
 
 
+def test_a_name_a_day_or_a_common_word_in_common_is_no_subject() -> None:
+    """A later statement about the same person, a day that is another week's, or a word
+    said all through the span ("ask") outdates nothing."""
+    assert not superseded(
+        "My mentor Pat from Wrekin Beekeepers came to look at Duchess.",
+        "Changed my mind, Pat says resistance to Apivar is showing up in our area.",
+    )
+    assert not superseded("Mr Okonkwo.", "also Okonkwo messaged, he wants rent on the 28th now")
+    assert not superseded(
+        "Rotterdam, Sunday 12 April.", "got Adidas Adios Pro 4 instead, did 22 km in them Sunday"
+    )
+    said = [
+        "And there's a £2,000 signing bonus I didn't even ask for.",
+        "Can I ask you something?",
+        "I will ask Tom.",
+        "Did you ask?",
+        "One last CV ask: Sophie wants an updated version for Brightwater's HR file.",
+    ]
+    assert supersessions([(t, float(k)) for k, t in enumerate(said)]) == {}
+
+
 def test_a_german_ordinal_date_ends_no_sentence() -> None:
     said = "Die Küche wird am Samstag, 1. März abgebaut. Wir wohnen im 3. Stock."
     assert split_sentences(said) == [

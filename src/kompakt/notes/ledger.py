@@ -273,6 +273,7 @@ def _days_and_months() -> dict[str, str]:
 
 _SAME_DAY = _days_and_months()
 _DAY_WORDS = frozenset(_SAME_DAY)
+_CALENDAR = frozenset(_SAME_DAY.values())
 # a change in Chinese names its new value after the verb: "改成新西兰了"
 _CJK_NEW_VALUE = re.compile(
     r"(?:改成|改为|改到|换成|换到|搬到|定在|改在|调到|调成|涨到|降到|变成)[^\s，。！？了]"
@@ -440,9 +441,16 @@ def _same_subject(
         return True
     if firm or not b.cue:  # what follows takes a change said, and no reply's recap
         return False
-    shared = len(a.subject & b.subject)
+    common = a.subject & b.subject
+    shared = len(common)
     if b.removed & a.names:  # "we got rid of the Skoda" after "we drive a Skoda Fabia"
         return True
+    if not a.valued and not b.ends and common and common <= b.names:
+        return False  # "Okonkwo wants rent on the 28th now": Okonkwo is still who he was
+    if common and common <= _CALENDAR and len(b.subject & _CALENDAR) < 2:
+        # "did 22 km in them Sunday" after "the marathon is Sunday 12 April": one day in
+        # common is no subject ("los martes en vez de los lunes" changes the day)
+        return False
     if b.stateful and b.renewed & a.subject:  # "... under 1:55. That's my new goal."
         return True
     if b.stateful and b.subject <= a.subject and not b.subject & b.names:
@@ -460,7 +468,8 @@ def _same_subject(
         return False
     # one word in common outdates only with a value or a name to replace it: "she is due
     # any day now" leaves "the due date is 30 August" standing
-    return shared > 1 or b.stateful
+    # (a word said all through a span, "ask", names no one subject)
+    return shared > 1 or (b.stateful and (not rare or common <= rare or common <= b.names))
 
 
 def _changed_mind(b: _Statement) -> bool:
