@@ -32,6 +32,7 @@ from kompakt.notes.units import split_sentences
         "Whenever I paste a stack trace, start with the root cause.",
         "Add the version number every time I ask about a library.",
         "Can you remember to cite a source?",
+        "also times in 24h please.",
         "Make sure to double-check dates against my calendar.",
         "Call me Jo.",
         "Going forward, use ISO dates.",
@@ -131,6 +132,10 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "lol my knee clicks every time I go upstairs now.",
         "It breaks every time I run the tests.",
         "ha can you remember the name of the chippy in Leek Grandad used to take us to?",
+        # idioms of "make it", "call me", "don't"
+        "If I don't make it, you can have my dahlias.",
+        "Oh and my sister tried to video call me and I answered the telly remote",
+        "Not crime, so don't get your hopes up.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -27,6 +27,9 @@ from kompakt.notes.sessions import session_date, without_header
         ("9/2. I got the flat!!!", "9/2"),
         ("1st March. MOVED. Everything hurts.", "1st March"),
         ("15.03.2025. I guessed right about the teapot.", "15.03.2025"),
+        # no year, a weekday: a chat's day separator, heading what follows
+        ("— Monday 3 March —\nDennis! It's Margaret.", "Monday 3 March"),
+        ("Tue, March 4th\nhello again", "Tue, March 4th"),
     ],
 )
 def test_a_dated_header_gives_its_date(text: str, date: str) -> None:
@@ -45,6 +48,7 @@ def test_a_dated_header_gives_its_date(text: str, date: str) -> None:
         "3 things to do today.",
         "2 May I think it was.",
         "(see the email of 8 May, 2023 about it) sorry for the delay",  # an aside
+        "Tuesday 14 May",  # no year: alone, it answers when
     ],
 )
 def test_a_date_in_a_sentence_is_no_header(text: str) -> None:
@@ -110,3 +114,15 @@ def test_a_header_in_parentheses_dates_the_session_and_is_no_fact() -> None:
     note = digest(said, max_tokens=300)
     assert "[8 May, 2023] I went to my first grief support group last Thursday." in note
     assert "1:56 pm" not in note  # the stamp dates, it is said nowhere as a fact
+
+
+def test_a_day_separator_dates_the_session_and_is_no_line_of_its_own() -> None:
+    said = [
+        Message.user("— Monday 3 March —\nDennis! It's Margaret. Finally on here."),
+        Message.assistant("Mags! Good to hear from you."),
+        Message.user("— Thursday 6 March —\nI've got an allotment, plot 27 at Hollybank."),
+        Message.assistant("— Friday 7 March —\nNo way. Send photos."),
+    ]
+    note = digest(said, max_tokens=300)
+    assert "[Thursday 6 March] I've got an allotment, plot 27 at Hollybank." in note
+    assert "— Thursday 6 March —" not in note and "— Friday 7 March —" not in note

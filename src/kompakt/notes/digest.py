@@ -788,13 +788,17 @@ def _without_header(units: list[Unit], speakers: Mapping[str, str], date: str) -
     if not units:
         return units
     said = _unlabelled(units[0].text, speakers)
-    rest = "" if said.strip(" .:") == date else without_header(said)  # "Jan 7." alone
+    # "Jan 7." or "— Monday 3 March —" alone: the date and marks around it
+    rest = "" if not said.replace(date, "").strip(_MARKS) else without_header(said)
     if rest == said:
         return units
     if not rest:
         return units[1:]
     label = units[0].text[: len(units[0].text) - len(said)]
     return [units[0]._replace(text=label + rest), *units[1:]]
+
+
+_MARKS = " .:,;-–—=*#_~|()[]<>"
 
 
 def _undated(text: str) -> str:

@@ -445,7 +445,7 @@ def _same_subject(
     shared = len(common)
     if b.removed & a.names:  # "we got rid of the Skoda" after "we drive a Skoda Fabia"
         return True
-    if not a.valued and not b.ends and common and common <= b.names:
+    if not a.valued and not b.ends and common and common <= a.names:
         return False  # "Okonkwo wants rent on the 28th now": Okonkwo is still who he was
     if common and common <= _CALENDAR and len(b.subject & _CALENDAR) < 2:
         # "did 22 km in them Sunday" after "the marathon is Sunday 12 April": one day in

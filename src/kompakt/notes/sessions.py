@@ -32,7 +32,10 @@ _DATE = re.compile(
     rf"|{_WEEKDAY}?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH},?\s+\d{{4}}"  # 8 May, 2023
     rf"|{_WEEKDAY}?{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"  # May 8th, 2023
     r"|\d{1,2}/\d{1,2}/\d{2,4}"  # 5/8/23
-    r"|\d{4}年\d{1,2}月\d{1,2}日",
+    r"|\d{4}年\d{1,2}月\d{1,2}日"
+    # no year, a weekday instead: "— Monday 3 March —", "Tue, March 4th"
+    rf"|{_WEEKDAY}\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH}"
+    rf"|{_WEEKDAY}{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?",
     re.IGNORECASE,
 )
 # what a header says besides its date: a session's number, a time, a few labelling words
@@ -43,12 +46,14 @@ _HEADER_WORDS = re.compile(
 )
 _MAX_HEADER = 100
 _DIGIT = re.compile(r"\d")
+_YEAR = re.compile(r"\d{4}")
 # what every date _DATE finds has, found fast: a year with its separator, a slash, a month
 _DATE_HINT = re.compile(r"\d(?:\d{3}[-/.年]|/\d)")  # led by the digit: found fast
 # what a date with a month's name has besides the name: a day before it ("8 May"), or a
 # day then a year after it ("May 8th, 2023"); searched only where a month may be named
 _NAMED_DATE_HINT = re.compile(
-    rf"\d(?:st|nd|rd|th)?(?:(?:\s+of)?\s+{_MONTH}|,?\s+\d{{4}})", re.IGNORECASE
+    rf"\d(?:st|nd|rd|th)?(?:(?:\s+of)?\s+{_MONTH}|,?\s+\d{{4}})|{_WEEKDAY}{_MONTH}\s+\d",
+    re.IGNORECASE,
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # a header in brackets or parentheses, text may follow: "(1:56 pm on 8 May, 2023) Hi!"
@@ -97,8 +102,8 @@ def _session_date(text: str) -> str:
     ):
         return ""
     found = _DATE.search(head)
-    if found is None:
-        return ""
+    if found is None or (head == text.strip() and not _YEAR.search(found.group())):
+        return ""  # "Tuesday 14 May" alone answers when; a header heads what follows
     rest = _HEADER_WORDS.sub(" ", head[: found.start()] + " " + head[found.end() :])
     if len(rest.split()) > _OTHER_WORDS:
         return ""
