@@ -342,6 +342,12 @@ def test_a_name_a_day_or_a_common_word_in_common_is_no_subject() -> None:
     assert supersessions([(t, float(k)) for k, t in enumerate(said)]) == {}
 
 
+def test_a_thing_said_in_the_plural_is_the_same_subject() -> None:
+    older = "The yoga classes are on Wednesday evenings."
+    assert superseded(older, "we've switched yoga class, it's Saturday mornings now")
+    assert not superseded("My sister lives in Leeds.", "I moved to Leeds.")  # no plural
+
+
 def test_a_german_ordinal_date_ends_no_sentence() -> None:
     said = "Die Küche wird am Samstag, 1. März abgebaut. Wir wohnen im 3. Stock."
     assert split_sentences(said) == [

@@ -304,6 +304,9 @@ def _subject(text: str) -> frozenset[str]:
     if not words.isdisjoint(_DAY_WORDS):
         words = frozenset(_SAME_DAY.get(w, w) for w in words)
     subject = words - _GENERIC  # set operations: a loop in C, over the few words said
+    # "switched classes" speaks of the puppy class: one subject in the singular
+    # (a name stays as written: "Leeds" is no plural)
+    subject = frozenset(_singular(w) if w in text else w for w in subject)
     # a word opens with a letter or a digit, and ASCII digits sort before every letter:
     # in ASCII text the least word tells whether any opens with a digit
     if subject and not text.isascii():
@@ -315,6 +318,19 @@ def _subject(text: str) -> frozenset[str]:
     if _agent_verb(text, words) and (agent := _AGENT.match(text)):
         subject -= frozenset(content_words(agent.group(1)))
     return subject
+
+
+def _singular(word: str) -> str:
+    """An English plural as its singular, near enough to compare ("classes", "boxes",
+    "tickets"); other words as they are ("bus", "glass", "its")."""
+    if len(word) < 4 or word[-1] != "s" or word[-2] in "siu'" or word in _NOT_PLURAL:
+        return word
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    return word[:-1]
+
+
+_NOT_PLURAL = frozenset(["news", "series", "species", "lens", "always", "perhaps", "whereas"])
 
 
 def _agent_verb(text: str, words: AbstractSet[str]) -> bool:
