@@ -136,6 +136,11 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "If I don't make it, you can have my dahlias.",
         "Oh and my sister tried to video call me and I answered the telly remote",
         "Not crime, so don't get your hopes up.",
+        # a question of one's own in Chinese ("should I or not?"), and who does what always
+        "嗯，新家要不要买个洗碗机",
+        "嗯，换城市以后银行卡需要换吗",
+        "btw, any tips for dealing with a supplier who never answers emails",
+        "its always me lol",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

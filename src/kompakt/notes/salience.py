@@ -112,13 +112,14 @@ _INSTRUCTION_EN = re.compile(
 _INSTRUCTION_ZH = re.compile(
     r"(?:请|你要?|要|都)(?:总是|始终|一直)|永远不要|永远别|一直要|每次|"
     r"(?:以后|从现在起|从现在开始|今后)[^，。！？,.!?]{0,10}?(?:请|都|别|不要|用|叫|给我|记得|要|一律|只)"
-    r"|不要|别再|请勿|务必|必须|(?<![我你他她还不])记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你"
+    r"|(?<!要)不要(?!不)|别再|请勿|务必|必须|(?<![我你他她还不])记得|记住|我(?:更|最|比较)?喜欢|我偏好|我希望你"
     r"|我不喜欢|我讨厌|请用|请不要|叫我|别给我|别跟我|别推荐|不要给我"
     # Japanese: "from now on / every time / always ... please", "please don't ..."
     r"|(?:これから|今後|毎回|いつも|常に|必ず)[^。！？!?]{0,40}?(?:てください|でください|て下さい"
     r"|てほしい|でほしい|お願いします|お願い|ようにして|にして)|ないでください|ないで下さい"
 )
 # a question said without its mark, as chats do: "怎么整理衣柜比较好", "你觉得呢"
+_ZH_ASKS = re.compile(r"你|您|请|别|(?<!要)不要(?!不)")
 _QUESTION_ZH = re.compile(
     r"^(?:为什么|为啥|怎么|怎样|如何|哪|有没有|是不是|能不能|可不可以)|(?:吗|呢|么|怎么办)[。！!.~～]*$"
 )
@@ -456,7 +457,10 @@ def _reads_as_instruction(t: _Text) -> bool:
         if asked != t.text and _instruction(_read(asked)):
             return True
     if t.cjk:  # "别再发表情了好吗" asks for good, question or not
-        return bool(_INSTRUCTION_ZH.search(t.text))
+        if _INSTRUCTION_ZH.search(t.text) is None:
+            return False
+        # "换城市以后银行卡需要换吗": a question of one's own, asking nothing of the other
+        return not (t.question or _QUESTION_ZH.search(t.text)) or bool(_ZH_ASKS.search(t.text))
     if _one_off(t) and not _standing_cued(_atoms(t)):
         return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
@@ -894,8 +898,9 @@ _HAPPENS = re.compile(
     re.IGNORECASE,
 )
 _NARRATOR = re.compile(
-    r"\b(?:(?:i|we|he|she|it|they|you|there|that|this)(?:['’](?:ve|d|s|re|m|ll)| have| had| has"
-    r"| was| were| am| is| are| can| could| will)?|\w+(?:['’]s| is| are| was| were)"
+    r"\b(?:(?:i|we|he|she|it|its|they|you|there|that|this|who|which)"
+    r"(?:['’](?:ve|d|s|re|m|ll)| have| had| has| was| were| am| is| are| can| could| will)?"
+    r"|\w+(?:['’]s| is| are| was| were)"
     r"|\w+ (?:would|will|could|can|did|does|do|has|had|have)"  # "the cat would never"
     r"|(?:my|our|his|her|their) \w+)"  # "my players never read the handouts"
     r"\s+(?:never|always)$",
