@@ -141,6 +141,9 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "嗯，换城市以后银行卡需要换吗",
         "btw, any tips for dealing with a supplier who never answers emails",
         "its always me lol",
+        "u always say that and get a 70 xx",
+        "Quick one - Dave always sent me a Christmas calendar, do you lot still do that.",
+        "Kasia's a great tenant, never late in four years.",
     ],
 )
 def test_requests_questions_and_reports_are_not_instructions(text: str) -> None:

@@ -898,7 +898,7 @@ _HAPPENS = re.compile(
     re.IGNORECASE,
 )
 _NARRATOR = re.compile(
-    r"\b(?:(?:i|we|he|she|it|its|they|you|there|that|this|who|which)"
+    r"\b(?:(?:i|we|he|she|it|its|they|you|u|there|that|this|who|which)"
     r"(?:['’](?:ve|d|s|re|m|ll)| have| had| has| was| were| am| is| are| can| could| will)?"
     r"|\w+(?:['’]s| is| are| was| were)"
     r"|\w+ (?:would|will|could|can|did|does|do|has|had|have)"  # "the cat would never"
@@ -906,11 +906,15 @@ _NARRATOR = re.compile(
     r"\s+(?:never|always)$",
     re.IGNORECASE,
 )  # "I have never", "it's always", "they'll never", "I can never": what is, not what to do
-_IDIOM = re.compile(r"\s+(?:too|a|an|fun|easy|mind|again|ever)\b", re.IGNORECASE)
+_IDIOM = re.compile(
+    r"\s+(?:too|a|an|fun|easy|mind|again|ever|late|early|wrong|right|sure|there|here|home)\b",
+    re.IGNORECASE,
+)
 _PAST = re.compile(
     r"\s+(?:(?!(?:embed|need|exceed|proceed|feed|seed|speed|succeed|shed|shred)\b)\w+ed|been|had"
     r"|was|were|did|(?:has|have) been|went|saw|seen|wrote|written|made|got|thought|knew"
-    r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten)\b",
+    r"|known|heard|done|gone|told|took|taken|came|felt|found|left|lost|said|won|ate|eaten|sent"
+    r"|gave|bought|brought|kept|paid|ran|sat|spent|forgot|forgotten)\b",
     re.IGNORECASE,
 )
 # "I always want X", "one thing I always do: X": what is to be done, said as a habit
