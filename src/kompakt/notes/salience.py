@@ -77,6 +77,8 @@ _INSTRUCTION_EN = re.compile(
     r"|(?<!\bi )(?<!\bcan )(?<!\bcould )(?<!\bwill )(?<!\bto )stop (?:using|doing|adding)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|just)\s+)stop \w+ing\b"
     r"|(?:keep|bear) (?:that |this |it )?in mind|note that i\b"
+    r"|\b(?:can|could|would|will) you (?:please |pls )?stop \w+ing\b"  # "can you stop opening"
+    r"|\bi only want (?!to\b)"  # "I only want force-free advice"
     r"|\bunless i (?:ask|say|tell)\b"  # "three lines max unless I ask for more"
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
@@ -92,7 +94,7 @@ _INSTRUCTION_EN = re.compile(
     r"|(?<!\bi )(?<!\bi'd )(?<!\bi'll )(?<!\bwe )(?<!\bwe'd )(?<!\bwe'll )(?<!\bto )"  # told
     r"(?<!n't )(?<!not )(?:keep|make) (?:it(?! (?:going|up|together|real|coming|quiet|to|through"
     r"|home|back|in|on|out|work|happen)\b)(?!\s*[,.!?]|\s*$)"
-    r"|your (?:answers?|replies|responses))"
+    r"|(?:your |the )?(?:answers?|replies|responses)\b|them (?:under|short|brief|below|to)\b)"
     r"|\b(?:i|we)(?:'d|’d| would)?(?: really| much| honestly| strongly| definitely)?"
     r" (?:prefer|rather|like you to|love it if|want you to"
     r"|need you to)"
@@ -127,7 +129,9 @@ _STANDING_QUESTION = re.compile(
     r"\b(?:can|could|would|will) you (?:please |pls )?(?:always|never|stop|not|start|keep|use"
     r"|skip|drop|remember (?:to|that|i|i'm|we)|make sure|avoid|try to)\b.*"
     r"|\b(?:from now on|going forward|in (?:the )?future"
-    r"|any ?more|every time|whenever)\b|以后|从现在起|每次",
+    r"|any ?more|every time|whenever)\b|以后|从现在起|每次"
+    r"|\b(?:on|in|to|for|with|at the (?:end|start|top|bottom) of) (?:every|each) (?:day|answer"
+    r"|reply|response|message|email|plan|recipe|post|list|page|step)\b",
     re.IGNORECASE,
 )
 
@@ -466,7 +470,7 @@ def _reads_as_instruction(t: _Text) -> bool:
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
     if said != t.text and _instruction(_read(said)):  # "I don't like X — can we ...?"
         return True
-    if ("you" in t.words or "ever" in t.words) and _conditional_ask(t):
+    if ("you" in t.words or "ever" in t.words or "i" in t.words) and _conditional_ask(t):
         return True
     if t.question:  # "could you stop using emojis from now on?" asks for good
         return (
@@ -513,7 +517,9 @@ def _conditional_ask(t: _Text) -> bool:
 # "when you send me ...", "if you ever ...": the clause, up to its comma (or its "can you")
 _WHEN_YOU = re.compile(
     r"^(?:[^:,.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|one thing|plus|but)[,:]? )*"
-    r"(?:when|whenever|every time|if) (?:(?:you|i) ever [\w'-]+|you (?:send|write|draft|give"
+    r"(?:when|whenever|every time|if) (?:(?:you|i) ever [\w'-]+"
+    r"|i (?:ask|send|paste|share|give|write|mention|message|text|upload)\b"
+    r"|you (?:send|write|draft|give"
     r"|make|book|pick|suggest|recommend|answer|reply|explain|show|plan|list|put|post"
     r"|mention)\b)[^,?.!]{0,60}?(?:,|(?= (?:can|could|would) you\b))"
 )
@@ -570,7 +576,8 @@ _CUE_PAIRS = [
         ("do", "not"),
         ("make be", "sure"),
         ("no", "more"),
-        ("keep make", "it your"),
+        ("keep make", "it your the them answers replies responses answer"),
+        ("only", "want"),
         ("like want need", "you"),
         ("like", "my it"),
         ("love", "if"),
@@ -629,7 +636,15 @@ def _one_off(t: _Text) -> bool:
 _STANDING_ALONE = _wordset("future whenever anymore")
 _STANDING_PAIRS = [
     (_wordset(a), _wordset(b))
-    for a, b in (("from", "now"), ("going", "forward"), ("any", "more"), ("every", "time"))
+    for a, b in (
+        ("from", "now"),
+        ("going", "forward"),
+        ("any", "more"),
+        (
+            "every each",
+            "time day answer reply response message email plan recipe post list page step",
+        ),
+    )
 ]
 _ASKING = _wordset("can could would will")
 _ASKED_TO = _wordset("always never stop not start keep use remember make avoid try skip drop")
@@ -802,6 +817,8 @@ def _european_instruction(t: _Text) -> bool:
         return True
     if not words.isdisjoint(_PREFER) or not words.isdisjoint(_RULE_WORDS):
         return True
+    if _ADDRESS_OR_ANSWERS.search(t.lower):
+        return True  # "bitte duze mich", "tutoie-moi", "fais court dans tes réponses"
     if not words.isdisjoint(_WANT) and _WANT_THAT.search(t.lower):
         return True  # "le dico come voglio che siano scritti i capitoli: in terza persona"
     if not words.isdisjoint(_ASK_YOU) and _ASK_YOU_PHRASE.search(t.lower):
@@ -821,6 +838,12 @@ _FROM_NOW_ON_PHRASE = re.compile(
     r"|vanaf nu|van nu af aan"
     r"|da ora in (?:poi|avanti))\b",
     re.IGNORECASE,
+)
+# how to address the user, or what goes in every answer
+_ADDRESS_OR_ANSWERS = re.compile(
+    r"\b(?:duze mich|duz mich|sieze mich|tutoie-moi|vouvoie-moi|tutéame|tuteame|trátame de tú"
+    r"|dammi del tu|dame del tú|(?:dans|en|in|nelle|nas|em) (?:tes|vos|tus|sus|deinen|ihren"
+    r"|tue|sue|tuas|suas) (?:réponses|respuestas|antworten|risposte|respostas))\b"
 )
 _PREFER = _wordset("prefiero preferimos prefiro préfère préférons bevorzuge preferisco")
 _PLEASE = _wordset("bitte porfa stp svp alsjeblieft alstublieft aub")
@@ -859,7 +882,11 @@ _TOLD = re.compile(
     re.IGNORECASE,
 )
 _EUROPEAN_WORDS = (
-    _TOLD_ALWAYS_NEVER
+    _wordset(
+        """duze duz sieze tutoie-moi vouvoie-moi tutéame tuteame trátame dammi dame réponses
+        respuestas antworten risposte respostas"""
+    )
+    | _TOLD_ALWAYS_NEVER
     | _FROM_NOW_ON
     | _PREFER
     | _PLEASE
