@@ -503,3 +503,17 @@ def test_an_update_outside_the_best_units_still_outdates_one_of_them() -> None:
     ]
     note = digest(span, max_tokens=150, tokenizer=FLAT)
     assert "9 October" in note and "14 March" not in note
+
+
+def test_an_answered_question_is_worth_less_than_one_still_open() -> None:
+    """The reply to a question holds what it asked: once answered, the question is
+    context, and gives way to the facts around it."""
+    question = "quick question, who pays for the dehumidifier hire at Rowan Close?"
+    opening = [Message.user("hi"), Message.assistant("Hello! How can I help?")]
+    answered = [*opening, Message.user(question), Message.assistant("We reimburse £2.80 a day.")]
+    open_ = [*opening, Message.user(question), Message.user("also my name is Sam")]
+
+    def worth(said: list[Message]) -> float:
+        return next(score for _, text, score in digest_items(said) if text == question)
+
+    assert worth(answered) < worth(open_)

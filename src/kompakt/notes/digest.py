@@ -992,6 +992,8 @@ def _rank_units(ex: _Extraction) -> None:
             s = salience.score(text, source)
             if not is_question(text):  # the question asked before is no answer to it now
                 s += _RELEVANCE * salience.relevance(text, asking)
+            elif u.position + 1 in ex.replied:  # answered: the reply holds what it asked
+                s *= _ANSWERED
             scored[text, source] = s
         if s >= _MIN_SALIENCE:
             # salience saturates: a unit competes with commands and errors on their scale
@@ -1096,6 +1098,7 @@ def _candidates(
 
 
 _CANDIDATE_ROOM = 3
+_ANSWERED = 0.7
 
 
 def _current_part(text: str, newer: Sequence[str]) -> str:
