@@ -101,7 +101,8 @@ _INSTRUCTION_EN = re.compile(
     r"|\b(?:i|we) (?:like my|like it when|hate it when|don't like|do not like|dislike"
     r"|can't stand|can't eat|cannot eat|never eat|don't eat|am allergic|am vegetarian|am vegan)"
     r"|\bi['’]m (?:allergic|vegetarian|vegan|lactose)"
-    r"|my (?:preference|rule) is|(?<!to )(?<!video )call me (?!(?:and|when|if|back|later|tomorrow"
+    r"|(?:my|our|the \w+|house) (?:preference|rule) is\b"
+    r"|(?<!to )(?<!video )call me (?!(?:and|when|if|back|later|tomorrow"
     r"|on|at|about|before|after|so|but|or|to|today|tonight|now|again|first|please|the|a|an|up"
     r"|out|in|every|whenever|any|sometime)\b)\w+|refer to me as|address me as"
     r"|(?:answer|reply|respond|write) (?:only )?in \w+|use (?:only )?(?:metric|imperial|celsius|"
@@ -516,10 +517,10 @@ def _conditional_ask(t: _Text) -> bool:
 
 # "when you send me ...", "if you ever ...": the clause, up to its comma (or its "can you")
 _WHEN_YOU = re.compile(
-    r"^(?:[^:,.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|one thing|plus|but)[,:]? )*"
+    r"^(?:[^:.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|one thing|plus|but)[,:]? )*"
     r"(?:when|whenever|every time|if) (?:(?:you|i) ever [\w'-]+"
     r"|i (?:ask|send|paste|share|give|write|mention|message|text|upload)\b"
-    r"|you (?:send|write|draft|give"
+    r"|you (?:ring|call|phone|text|email|message|visit|come round|send|write|draft|give"
     r"|make|book|pick|suggest|recommend|answer|reply|explain|show|plan|list|put|post"
     r"|mention)\b)[^,?.!]{0,60}?(?:,|(?= (?:can|could|would) you\b))"
 )
