@@ -718,6 +718,13 @@ def test_chinese_names_counts_and_tastes_are_signals() -> None:
     assert value_signal("猫叫豆包，橘猫，五岁了") == 1.0
     assert value_signal("十楼以上就算了吧") == 1.0
     assert value_signal("今天好累") == 0.0
+    # a count with "多" and its unit; "一只", "一个" say "a", no count
+    assert value_signal("第一天卖了两百多杯") == 1.0
+    assert value_signal("来了八十多个人") == 1.0
+    assert value_signal("超可爱，小小一只") == 0.0
+    # a name in quotes or in Latin letters
+    assert entity_signal("定了！叫「半山咖啡」，在玉林路") == 1.0
+    assert entity_signal("找到Brunswick一个单间") == 1.0
     s = Salience.of(["朝南的最好", "今天好累", "今天好热"])
     assert s.score("朝南的最好", "user") > s.score("今天好累", "user")
 

@@ -304,6 +304,7 @@ _NAMING = re.compile(r"\b(?i:called|named|nicknamed|name is|name's|name’s)\s+[
 _NAMING_WORDS = _wordset("called named nicknamed name name's")
 # Japanese: someone by name and title, or a word spelled in katakana (a foreign name or
 # word); four characters at least, so the common loanwords ("カフェ", "バイト") are not
+_NAMED_ZH = re.compile(r"[「《『][^」》』]{2,20}[」》』]|[A-Z][A-Za-z]{2,}")
 _NAMED_JA = re.compile(
     r"[\u4e00-\u9fff\u30a1-\u30fa]{1,6}(?:さん|先生|様|くん|ちゃん|氏)|[\u30a1-\u30fa・ー]{4,}"
 )
@@ -1024,7 +1025,10 @@ def _values(t: _Text) -> float:
 
 
 _QUANTITY_ZH = re.compile(
-    r"[\d零一二三四五六七八九十百千万两几]+\s?(?:岁|楼|层|套|只|块|元|万|斤|公斤|平米|平|公里|次|号|周|个月)"
+    # a count and its unit ("两百多杯", "八十多个人", "6楼"); "一只", "一个" say "a", no count
+    r"(?:\d+|(?![一几][多]?(?:只|个|次|套|块|杯|件|张|本|份|位|间|天|下|点))[零一二三四五六七八九十百千万两几]+)"
+    r"多?\s?(?:岁|楼|层|套|只|块|元|万|斤|公斤|平米|平|公里|次|号|周|个月|个|杯|人|天|小时|分钟|年"
+    r"|份|张|本|家|间|位|名|件|台|度|米|克|晚|澳元|美元|欧元|英镑|日元)"
 )
 
 
@@ -1092,6 +1096,8 @@ def _entities(t: _Text) -> float:
         kinds += 1  # "ミラーさん", "田中先生", "エア・カナダ": a person by title, a foreign name
     if t.cjk and _NAMING_ZH.search(text):
         kinds += 1  # "新公司叫星河数据", "猫叫豆包": a name given, where no capital marks one
+    if t.cjk and _NAMED_ZH.search(text):
+        kinds += 1  # "叫「半山咖啡」", "找到Brunswick一个单间": quoted, or in Latin letters
     if not t.capitals:  # no capital past the first letter: no name
         return float(kinds)
     if not t.words.isdisjoint(_NAMING_WORDS) and _NAMING.search(text):
