@@ -44,6 +44,10 @@ from kompakt.notes.units import split_sentences
         "Before anything else — I only want force-free advice.",
         "Also, favour: if you ring, not before ten please.",
         "Reminder the screen rule is still no screens after 7:30 on school nights.",
+        "also run everything with --dry-run first where the tool supports it",
+        "oh and run things as the svc-migr service account, not as me.",
+        "Use a table whenever we're comparing two or more records, please.",
+        "One more format thing: end every bit of chapter feedback with the most important fix.",
         "Make sure to double-check dates against my calendar.",
         "Call me Jo.",
         "Going forward, use ISO dates.",
@@ -156,6 +160,9 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "When I asked him, he said no.",
         "I only want to say thanks.",
         "The rule is simple.",
+        "Add the eggs, not the flour.",
+        "Call me tomorrow, not today.",
+        "コーヒーでお願いします",
         "if you call me tomorrow I will answer",
         "Quick one - Dave always sent me a Christmas calendar, do you lot still do that.",
         "Kasia's a great tenant, never late in four years.",
@@ -798,6 +805,11 @@ def test_an_answer_that_says_from_now_on_acknowledges_a_rule() -> None:
         "これからの回答はいつも最後に一行でまとめを入れてください。",
         "それと、金額は必ず円で書いてください。",
         "絵文字は使わないでください。",
+        # when ..., a format; a form of speech; a limit
+        "ねえ、長い説明のときは箇条書きにしてもらえる?",
+        "あ、日付は令和で書かれると一瞬わかんないから西暦でお願い笑",
+        "タメ口で話してほしいな、友達に相談してる感じで",
+        "多すぎると決められないから、選択肢は3つまでにして!",
     ],
 )
 def test_japanese_standing_instructions(text: str) -> None:

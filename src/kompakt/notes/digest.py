@@ -902,9 +902,16 @@ def _a_reason(text: str) -> bool:
     words = text.split()
     if len(words) > _REASON_WORDS or is_question(text) or _NEW_TOPIC.match(text):
         return False
-    return _FIRST_PERSON.search(text) is not None
+    # why it holds for the speaker, or what it asks spelled out ("make a separate teacher
+    # copy with answers", "finish one before we start the next")
+    return _FIRST_PERSON.search(text) is not None or _SPELLED_OUT.match(text) is not None
 
 
+_SPELLED_OUT = re.compile(
+    r"(?:(?:and|then|just)\s+)?(?:make|put|keep|use|write|send|show|give|finish|start|end|add"
+    r"|leave|mark|label|include|list|number|round|spell|sign|cc|copy|tell|ask|check|wait)\b",
+    re.IGNORECASE,
+)
 _REASON_UNITS = 2
 _REASON_WORDS = 25
 _FIRST_PERSON = re.compile(

@@ -57,11 +57,25 @@ def _wordset(words: str) -> frozenset[str]:
 
 # -- instructions and preferences ------------------------------------------------------
 
+# verbs a rule opens with, told: "use", "run", "end every ..."
+_IMPERATIVE = (
+    r"(?:use|run|write|put|add|end|start|begin|include|keep|make|give|show|send|format|sign"
+    r"|mark|label|spell|round|list|cite|quote|flag|tag|number|call|address|reply|answer|respond"
+    r"|check|double-check|leave|stick|avoid|skip|finish|open|close|lead|sort|group|convert"
+    r"|translate|summari[sz]e|bold|highlight|link|attach|copy|cc|date)"
+)
 _INSTRUCTION_EN = re.compile(
     r"\b(?:always|never|from now on|going forward|from here on|in (?:the )?future"
     r"|(?:^|[,;:]\s*)for (?:anything|everything|all|any|every)\b(?! else)|in general|as a rule"
     r"|by default"
-    r"|whenever (?:i|you)|every time (?:i|you)|each time (?:i|you)|any time (?:i|you)"
+    r"|whenever (?:i|you|we)|every time (?:i|you|we)|each time (?:i|you|we)|any time (?:i|you|we)"
+    # told, for everything: "run everything with --dry-run first", "end every bit of
+    # feedback with ...", "run things as svc-migr, not as me"
+    r"|^(?:[^:.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*"
+    + _IMPERATIVE
+    + r" [^.?!]{0,60}?\b(?:every|everything|each|always|throughout)\b"
+    r"|^(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*(?:use|run|write|spell|format|reply"
+    r"|answer|respond|sign|address) [^.?!]{1,60}, not (?!sure|yet|now\b)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
     r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
     r" started|get your hopes|tell anyone|feel|dare|you dare|stress|apologi[sz]e|blame|rush"
@@ -120,9 +134,13 @@ _INSTRUCTION_ZH = re.compile(
     # Japanese: "from now on / every time / always ... please", "please don't ..."
     r"|(?:これから|今後|毎回|いつも|常に|必ず)[^。！？!?]{0,40}?(?:てください|でください|て下さい"
     r"|てほしい|でほしい|お願いします|お願い|ようにして|にして)|ないでください|ないで下さい"
+    # "長い説明のときは箇条書きにして", "日付は西暦でお願い", "選択肢は3つまでにして", "タメ口で"
+    r"|(?:ときは|時は|場合は|ときには)[^。！？!?]{0,40}?(?:てください|でください|てほしい|でほしい"
+    r"|お願い|にして|もらえる|くれる)|は[^。！？!?]{1,30}(?:で|に)お願い|までにして|タメ口|ため口|敬語で"
 )
 # a question said without its mark, as chats do: "怎么整理衣柜比较好", "你觉得呢"
-_ZH_ASKS = re.compile(r"你|您|请|别|(?<!要)不要(?!不)")
+# asking the other to do it: Chinese "你", "请", "别"; Japanese "もらえる?", "ください"
+_ZH_ASKS = re.compile(r"你|您|请|别|(?<!要)不要(?!不)|もらえ|くれ|ほしい|ください|お願い")
 _QUESTION_ZH = re.compile(
     r"^(?:为什么|为啥|怎么|怎样|如何|哪|有没有|是不是|能不能|可不可以)|(?:吗|呢|么|怎么办)[。！!.~～]*$"
 )
@@ -580,6 +598,14 @@ _CUE_PAIRS = [
         ("no", "more"),
         ("keep make", "it your the them answers replies responses answer"),
         ("only", "want"),
+        (
+            """use run write put add end start begin include keep make give show send format
+            sign mark label spell round list cite quote flag tag number call address reply
+            answer respond check double leave stick avoid skip finish open close lead sort
+            group convert translate summarise summarize bold highlight link attach copy cc
+            date""",
+            "every everything each always throughout not",
+        ),
         ("like want need", "you"),
         ("like", "my it"),
         ("love", "if"),
