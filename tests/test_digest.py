@@ -517,3 +517,19 @@ def test_an_answered_question_is_worth_less_than_one_still_open() -> None:
         return next(score for _, text, score in digest_items(said) if text == question)
 
     assert worth(answered) < worth(open_)
+
+
+def test_a_rule_keeps_the_words_the_reply_acknowledged_it_in() -> None:
+    """The reply that acknowledges a rule often names it better than the user did ("if
+    you ever find yourself guessing ..., don't"): its words go with the user's, marked as
+    the reply's."""
+    said = [
+        Message.user(
+            "Oh, and if you ever find yourself guessing who the killer is in your feedback, don't."
+        ),
+        Message.assistant("Understood. I won't guess the killer or float theories."),
+        Message.user("Chapter two is attached."),
+    ]
+    note = digest(said, max_tokens=200)
+    assert "don't. (noted: I won't guess the killer or float theories.)" in note
+    assert "Understood" not in note

@@ -54,6 +54,7 @@ from kompakt.notes.ledger import Ledger, Supersessions, superseded, surviving_cl
 from kompakt.notes.salience import (
     Salience,
     acknowledged_rule,
+    acknowledgement,
     content_words,
     entity_signal,
     is_filler,
@@ -618,7 +619,10 @@ def _extract(
                 ex.request.item = ex.request.add(c, recency)
             if bonus == 0.0 or not agentic:
                 acked = frozenset() if agentic else _acknowledged(chat, pos)
-                ruled = _conversation(ex, m, pos, recency, bonus=bonus, acked=acked)
+                acked_as = _acknowledgement(chat, pos) if acked else ""
+                ruled = _conversation(
+                    ex, m, pos, recency, bonus=bonus, acked=acked, acked_as=acked_as
+                )
                 if bonus == _IN_REQUEST and ex.request is not None:  # the ledger has those
                     ex.request.without(c, ruled)
             _identifiers(c, text, recency, weight=1.5, values=False)
@@ -694,6 +698,7 @@ def _conversation(
     bonus: float = 0.0,
     context_only: bool = False,
     acked: frozenset[str] = frozenset(),
+    acked_as: str = "",
 ) -> list[str]:
     """The units of a user message or a conversational reply: standing instructions go
     to the ledger, the rest is ranked by salience once the whole span is read.
@@ -743,6 +748,9 @@ def _conversation(
             said = " ".join(
                 [rule, *(_unlabelled(x.text, ex.speakers) for x in reasons.get(u.order, ()))]
             )
+            if acked_as and _adds_to(acked_as, said):  # the reply's words: "(noted: ...)"
+                said = f"{said} (noted: {acked_as})"
+                acked_as = ""
             ex.ledger.add(said, order=pos + u.order / 1e6, shown=not context_only, rule=rule)
         if u.order not in rules:  # a limit is a statement too: it may outdate another
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
@@ -1137,6 +1145,60 @@ def _acknowledged(said: Sequence[Message], pos: int) -> frozenset[str]:
     if reply is None or reply.role != "assistant" or reply.tool_calls:
         return frozenset()
     return acknowledged_rule(reply.text)
+
+
+def _acknowledgement(said: Sequence[Message], pos: int) -> str:
+    """How the reply right after the message at `pos` acknowledges a standing rule, in
+    its own words, without its opener ("Will do"): "" when it acknowledges none."""
+    reply = said[pos + 1]
+    head = acknowledgement(reply.text)
+    return _ACK_OPENER.sub("", head, count=1).strip() if head else ""
+
+
+_ACK_OPENER = re.compile(
+    r"^(?:(?:of course|sure|noted|understood|got it|will do|done|ok(?:ay)?|great idea"
+    r"|good rule|good call|perfect|absolutely|right|yes|c'est noté|noté|compris|d'accord"
+    r"|entendido|anotado|vale|claro|verstanden|notiert|alles klar|capito|perfetto|certo"
+    r"|好的|明白|了解|收到)[\s,.:;!—–。，！-]*)+",
+    re.IGNORECASE,
+)
+
+
+def _adds_to(acked_as: str, rule: str) -> bool:
+    """Whether an acknowledgement says the rule again (a word of it at least: "thanks
+    for telling me" does not), in words of its own (two at least)."""
+    said, acked = _words(rule) - _FUNCTION, _words(acked_as) - _FUNCTION
+    return bool(acked & said) and len(acked - said) >= 2 and len(acked_as) <= _NOTED_CHARS
+
+
+_NOTED_CHARS = 60
+_FUNCTION = frozenset(
+    [
+        "i",
+        "i'll",
+        "i'm",
+        "you",
+        "your",
+        "me",
+        "my",
+        "we",
+        "the",
+        "a",
+        "an",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "it",
+        "is",
+        "be",
+        "will",
+        "won't",
+    ]
+)
 
 
 def _without_rules(m: Message, pos: int) -> str:

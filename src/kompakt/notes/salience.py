@@ -690,6 +690,22 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     >>> acknowledged_rule("Noted: fasting blood test on the 14th.")
     frozenset()
     """
+    head = acknowledgement(reply)
+    if not head:
+        return frozenset()
+    said = _read(_ANSWER_OPENER.sub("", _ACK.sub("", head, count=1), count=1)).content
+    parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
+    # (CJK words are character pairs: two characters say as much as a longer word)
+    return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+
+
+def acknowledgement(reply: str) -> str:
+    r"""The words in which a reply acknowledges a standing rule ("Will do — date at the
+    top each time."), "" when it acknowledges none (see `acknowledged_rule`).
+
+    >>> acknowledgement("Will do — date at the top each time.\n| Date |")
+    'Will do — date at the top each time.'
+    """
     opening = reply.lstrip(" \n-*•>")
     head = opening[:_ACK_CHARS].split("\n", 1)[0]  # "- Of course, ..."
     if (ack := _ACK.match(head)) or (_dashed(head) and _ACK_AFTER.match(head)):  # "No X — noted"
@@ -710,13 +726,8 @@ def acknowledged_rule(reply: str) -> frozenset[str]:
     else:  # "Sure. Always warm up first." answers; "Sure, from now on ..." acknowledges
         standing = bool(_ANSWER_OPENER.match(head) and _FROM_NOW.search(head))
     if not standing:  # said after a draft: "I'll put that line on every email from now on."
-        head = _promised(reply)
-        if not head:
-            return frozenset()
-    said = _read(_ANSWER_OPENER.sub("", _ACK.sub("", head, count=1), count=1)).content
-    parts = [p for w in said for p in (w, *w.split("-")[: 3 if "-" in w else 0])]  # sign-off
-    # (CJK words are character pairs: two characters say as much as a longer word)
-    return frozenset(w for w in parts if (len(w) > 2 or _CJK.match(w)) and w not in _FUNCTION_WORDS)
+        return _promised(reply)
+    return head.strip()
 
 
 def _dashed(head: str) -> bool:
