@@ -73,16 +73,20 @@ _INSTRUCTION_EN = re.compile(
     # feedback with ...", "run things as svc-migr, not as me"
     r"|^(?:[^:.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*"
     + _IMPERATIVE
-    + r" [^.?!]{0,60}?\b(?:every|everything|each|always|throughout)\b"
+    + r" [^.?!]{0,60}?\b(?:every|everything|each|always|throughout"
+    r"|anything (?:to do with|about|related to|regarding))\b"
+    r"|^(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*" + _IMPERATIVE + r" [^.?!]{1,60}?,? not "
+    r"(?!sure|yet|now\b)[^.?!]{0,40}\b(?:please|pls)\b"  # "send me links not screenshots pls"
     r"|^(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*(?:use|run|write|spell|format|reply"
     r"|answer|respond|sign|address) [^.?!]{1,60}, not (?!sure|yet|now\b)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
     r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
     r" started|get your hopes|tell anyone|feel|dare|you dare|stress|apologi[sz]e|blame|rush"
     r"|bother|fret|beat yourself|be (?:hard|sorry|silly|shy|afraid|scared|a stranger|so|too))\b)\w+"
-    r"|please (?:always|never|make sure|no(?! (?:worries|problem|rush|pressure|stress|need))|"
-    r"remember|keep|use|avoid|stop|only|write|answer|reply|respond|call|address|include|add|"
-    r"format|give)"
+    r"|(?:please|pls) (?:always|never|make sure"
+    r"|no(?! (?:worries|problem|rush|pressure|stress|need))|remember|keep|use|avoid|stop"
+    r"|only|write|answer|reply|respond|call|address|include|add|format|give|label|cc|mark"
+    r"|tag)"
     r"|\w+ throughout,? (?:please|pls)\b"
     # "also times in 24h please": what things are to be given in
     r"|^(?:(?:also|and|oh|ok|btw|so),? )*\w+s in [\w-]+(?: \w+)?,? (?:please|pls)\b"
@@ -97,6 +101,7 @@ _INSTRUCTION_EN = re.compile(
     r"|please \w+(?: [\w'-]+){0,8},? (?:not(?! (?:sure|yet|now|urgent|really))|rather than"
     r"|instead of)\b"  # "please use X, not Y"
     r"|(?:^|[,;.]\s*)(?:\w+ )?(?:preference|rule)s?(?: for you| of (?!thumb\b)[\w ]{1,20})?:"
+    r"|\brule (?:number |no\.? ?|#)?(?:one|two|three|four|five|\d)\b"
     # "house rule I forgot to mention, potions are a bonus action": a rule said it is one
     r"|^(?:(?:also|and|oh|ok|btw|so),? )*(?:another|one|a|new|house|small|quick|ground|golden)"
     r" (?:rule|preference)\b(?! of thumb)"
@@ -149,6 +154,7 @@ _STANDING_QUESTION = re.compile(
     r"|skip|drop|remember (?:to|that|i|i'm|we)|make sure|avoid|try to)\b.*"
     r"|\b(?:from now on|going forward|in (?:the )?future"
     r"|any ?more|every time|whenever)\b|以后|从现在起|每次"
+    r"|\bcan we (?:keep|put|use|do|have|move|stick)\b[^?]{0,60}\b(?:instead of|rather than)\b"
     r"|\b(?:on|in|to|for|with|at the (?:end|start|top|bottom) of) (?:every|each) (?:day|answer"
     r"|reply|response|message|email|plan|recipe|post|list|page|step)\b",
     re.IGNORECASE,
@@ -539,9 +545,11 @@ _WHEN_YOU = re.compile(
     r"^(?:[^:.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|one thing|plus|but)[,:]? )*"
     r"(?:when|whenever|every time|if) (?:(?:you|i) ever [\w'-]+"
     r"|i (?:ask|send|paste|share|give|write|mention|message|text|upload)\b"
-    r"|you (?:ring|call|phone|text|email|message|visit|come round|send|write|draft|give"
-    r"|make|book|pick|suggest|recommend|answer|reply|explain|show|plan|list|put|post"
-    r"|mention)\b)[^,?.!]{0,60}?(?:,|(?= (?:can|could|would) you\b))"
+    # "when you pay a bill", "if you're bringing someone home"
+    r"|you(?:['’]re| are)? (?:ring|call|phone|text|email|message|visit|come round|send|write"
+    r"|draft|give|make|book|pick|suggest|recommend|answer|reply|explain|show|plan|list|put"
+    r"|post|mention|pay|bring|borrow|order|cook|leave|use|take)(?:ing)?\b)"
+    r"[^,?.!]{0,60}?(?:,|(?= (?:can|could|would) you\b))"
 )
 _NOT_TOLD = _wordset(
     """i i'm i'd i'll i've it it's that's this that there they we we're he she you you're
@@ -668,6 +676,7 @@ _STANDING_PAIRS = [
         ("from", "now"),
         ("going", "forward"),
         ("any", "more"),
+        ("can", "instead rather"),
         (
             "every each",
             "time day answer reply response message email plan recipe post list page step",
