@@ -43,6 +43,7 @@ from kompakt.notes.units import split_sentences
         "oh and could you put a 'bail-out' option on every day of the plan?",
         "Before anything else — I only want force-free advice.",
         "Also, favour: if you ring, not before ten please.",
+        "Ich bin Vegetarierin und hab echt keine Lust extra Fleisch zu kaufen.",
         "Reminder the screen rule is still no screens after 7:30 on school nights.",
         "also run everything with --dry-run first where the tool supports it",
         "oh and run things as the svc-migr service account, not as me.",
@@ -608,6 +609,11 @@ def test_what_only_looks_like_a_rule_is_none(said: str) -> None:
         "mum's fave is lemon drizzle.",
         "ik heb echt een hekel aan het woord duurzaam, iedereen roept het.",
         "Ik ben helemaal weg van bakfietsen trouwens.",
+        # a habit, an annoyance, a refusal in French, a favourite in Japanese
+        "I never run with headphones btw.",
+        "the little green hint leaves on these tree sites drive me up the wall.",
+        "par contre je veux PAS de carrelage blanc brillant, ça fait hôpital.",
+        "花の話なんだけど、白いダリアが一番好き!逆にかすみ草だけは絶対いや。",
     ],
 )
 def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) -> None:
@@ -616,7 +622,10 @@ def test_a_taste_said_of_someone_else_or_in_another_language_is_one(taste: str) 
     assert _preference(_read(taste)) == 1.0
 
 
-@pytest.mark.parametrize("reaction", ["Mi piace come scrive", "Sì, mi piace", "Me encanta esto!"])
+@pytest.mark.parametrize(
+    "reaction",
+    ["Mi piace come scrive", "Sì, mi piace", "Me encanta esto!", "I never knew that."],
+)
 def test_a_reaction_is_no_taste(reaction: str) -> None:
     from kompakt.notes.salience import _preference, _read
 

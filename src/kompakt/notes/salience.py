@@ -37,6 +37,7 @@ from kompakt.notes.vocabulary import everyday
 __all__ = [
     "Salience",
     "acknowledged_rule",
+    "acknowledgement",
     "change_signal",
     "constraint_signal",
     "content_words",
@@ -634,7 +635,9 @@ _PERSONAL = re.compile(
     r"\bmy (?:[\w-]+ ){0,2}(?:allerg(?:y|ies)|intolerances?)\b"
     r"|\bi(?:'m|’m| am) (?:(?:very|severely|badly|quite|so|also|now) )?(?:allergic|intolerant"
     r"|vegetarian|vegan|pescatarian|lactose|diabetic|pregnant|celiac|coeliac|kosher|halal)\b"
-    r"|\bi (?:can't|can’t|cannot|don't|don’t|do not) (?:eat|drink) \w+",
+    r"|\bi (?:can't|can’t|cannot|don't|don’t|do not) (?:eat|drink) \w+"
+    r"|\b(?:ich bin|je suis|soy|sou|sono) (?:\w+ )?(?:vegetari\w+|végétarien\w*|vegan\w*"
+    r"|végan\w*|allergi\w+|allergique|alérgic\w+|celiac\w*|cœliaque|zöliakie\w*)",
     re.IGNORECASE,
 )
 _PERSONAL_ZH = re.compile(
@@ -642,7 +645,8 @@ _PERSONAL_ZH = re.compile(
     r"|[がは](?:苦手|嫌い|大嫌い|大好き)|アレルギー"  # Japanese: dislikes, loves, allergies
 )
 _PERSONAL_WORDS = _wordset(
-    """allergy allergies allergic intolerance intolerances intolerant vegetarian vegan
+    """bin suis soy sou sono
+    allergy allergies allergic intolerance intolerances intolerant vegetarian vegan
     pescatarian lactose diabetic pregnant celiac coeliac kosher halal eat drink"""
 )
 
@@ -1218,6 +1222,9 @@ _PREFERENCE = re.compile(
     r"(?! (?:it|this|that|them|him|her|me|you|us)\b)"  # "she loves it": a reaction
     r"|\bfavou?rite\b|\bfaves?\b|\bi(?:['’]m| am) (?:not going(?! to lie)|never going|not a fan)"
     r"|\b(?:won['’]t|will not|never) (?:eat|drink|touch)\b"  # "Theo won't eat mushrooms"
+    # a habit: "I never run with headphones", "I always write longhand first"
+    r"|\bi (?:never|always|only) (?!(?:\w+ed|been|had|was|got|knew|know|thought|said)\b)\w+"
+    r"|\bdrives? me (?:up the wall|crazy|mad|nuts|insane)\b|\bje (?:ne )?veux (?:pas|plus)\b"
     # Spanish, Portuguese, French, German, Italian: "a mí el pulpo no me gusta nada"
     r"|\b(?:me gustan?|me encantan?|odio|detesto|no soporto|prefiero|gosto d[eoa]s?|adoro"
     r"|odeio|prefiro|j['’]aime|n['’]aime|j['’]adore|je déteste|je préfère|supporte pas"
@@ -1231,13 +1238,17 @@ _PREFERENCE = re.compile(
 )
 _PREFERENCE_WORDS = _wordset(
     """hate love adore loathe stand refuse detest don't favorite favourite going fan hates
+    always only drive drives veux
     loves likes prefers adores loathes detests refuses doesn't won't will never
     gusta gustan encanta encantan odio detesto soporto prefiero gosto adoro odeio prefiro
     j'aime n'aime j'adore déteste préfère supporte mag hasse liebe bevorzuge piace
     piacciono preferisco sopporto favorito favorita preferito preferita préféré préférée
     hekel weg hou houd favoriete fave faves"""
 )
-_PREFERENCE_ZH = re.compile(r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢")
+_PREFERENCE_ZH = re.compile(
+    r"最好|最喜欢|更喜欢|比较喜欢|偏好|宁愿|宁可|受不了|讨厌|不喜欢"
+    r"|一番好き|いちばん好き|絶対(?:いや|嫌)|好きじゃない"  # Japanese: favourite, never
+)
 _PREFERENCE_WEIGHT = 1.5
 # leaving the chat: going, not going somewhere ("I have to go to Berlin" is news)
 _LEAVING = re.compile(
