@@ -482,6 +482,17 @@ def test_the_ledger_deduplicates_and_the_newer_instruction_wins() -> None:
     ]
 
 
+def test_a_rule_that_drops_one_thing_leaves_the_rules_of_others() -> None:
+    ledger = Ledger()
+    ledger.add("Which reminds me: write kubectl in full, never the k alias.", order=1)
+    ledger.add("Use stern for the logs.", order=2)
+    ledger.add("forget stern, just use kubectl logs from now on.", order=3)
+    assert [e.text for e in ledger.entries()] == [
+        "Which reminds me: write kubectl in full, never the k alias.",
+        "forget stern, just use kubectl logs from now on.",
+    ]
+
+
 def test_the_notes_are_a_leaf_of_the_package() -> None:
     """The digest depends on messages and tokens only: no strategy, model, view or index."""
     import subprocess

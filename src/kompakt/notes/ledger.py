@@ -671,13 +671,23 @@ def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
     if not a or not b:
         return False
     shared = a & b
-    if update_cue(newer) and _negates(older, newer):
-        return True  # "don't ring me" then "from now on you can ring me": turned around
-    # "from now on" says a rule is one, not that it changes another ("Letters to him
-    # from now on" leaves "Some rules for all letters from now on: ..." standing)
-    if shared and update_cue(_FROM_NOW_ON.sub("", newer)):
-        return True
+    # "forget stern, just use kubectl logs" changes what names stern: "write kubectl in
+    # full" stands
+    dropped = _DROPPED.search(newer)
+    if dropped is None or dropped.group(1).lower() in older.lower():
+        if update_cue(newer) and _negates(older, newer):
+            return True  # "don't ring me" then "from now on you can ring me": turned around
+        # "from now on" says a rule is one, not that it changes another ("Letters to him
+        # from now on" leaves "Some rules for all letters from now on: ..." standing)
+        if shared and update_cue(_FROM_NOW_ON.sub("", newer)):
+            return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
+
+
+_DROPPED = re.compile(
+    r"\b(?:forget|drop|scrap|ditch|stop using|no more|never mind|cancel) (?:the |about )?([\w-]+)",
+    re.IGNORECASE,
+)
 
 
 def _negates(older: str, newer: str) -> bool:
