@@ -533,3 +533,21 @@ def test_a_rule_keeps_the_words_the_reply_acknowledged_it_in() -> None:
     note = digest(said, max_tokens=200)
     assert "don't. (noted: I won't guess the killer or float theories.)" in note
     assert "Understood" not in note
+
+
+def test_past_a_share_of_the_note_the_rules_are_shown_without_their_reasons() -> None:
+    """Rules said with why they hold: with room, the reasons stay; when the rules would
+    fill the note, each is shown alone before any of them goes."""
+    said = {
+        "Please always answer in British English.": "My editor in Leeds is strict about it.",
+        "Never use emojis when you reply to me.": "I read your replies out to my class.",
+        "Always put the prices in euros.": "I live in Lisbon and think in euros now.",
+        "Please keep every answer under a hundred words.": "I read them on my phone.",
+        "Never suggest anything with peanuts in it.": "My son Tomas is allergic to them.",
+    }
+    msgs = [Message.user(f"{rule} {why}") for rule, why in said.items()]
+    roomy = digest(msgs, max_tokens=2000)
+    assert all(f"{rule} {why}" in roomy for rule, why in said.items())
+    tight = digest(msgs, max_tokens=160)
+    assert all(rule in tight for rule in said)
+    assert not any(why in tight for why in said.values())

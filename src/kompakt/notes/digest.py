@@ -118,6 +118,7 @@ _BASE_SCORE = {
     "files": 3.0,
     "identifiers": 1.0,
 }
+_BRIEF_SHARE = 0.5  # of the ledger's room: past it, rules are shown without their reasons
 _LEDGER_SHARE = 0.8  # of a note (itself at most about half a budget); past it, the oldest go
 _UNIT_BASE = 3.0  # a conversational unit's score is this plus its salience
 _RELEVANCE = 3.0  # a unit that speaks of what the user asks now: up to this much more
@@ -1600,10 +1601,17 @@ def _ledger_within(ledger: Ledger, room: int, tok: Tokenizer) -> tuple[list[str]
     """The ledger's instructions within `room` tokens: when they pass it, the least
     salient of the oldest go first. ``(instructions kept, oldest first; how many went)``."""
     entries = ledger.entries()
+    said = {id(e): e.text for e in entries}
+    brief = int(room * _BRIEF_SHARE)
+    # past a share of the note, the reasons said with the rules go first (most first)
+    for e in sorted(entries, key=lambda e: len(e.brief) - len(e.text)):
+        if _section_cost("instructions", list(said.values()), tok) <= brief:
+            break
+        said[id(e)] = e.brief
     kept = list(entries)
-    while kept and _section_cost("instructions", [e.text for e in kept], tok) > room:
+    while kept and _section_cost("instructions", [said[id(e)] for e in kept], tok) > room:
         kept.remove(min(kept, key=lambda e: (e.salience, e.order)))
-    return [e.text for e in kept], len(entries) - len(kept)
+    return [said[id(e)] for e in kept], len(entries) - len(kept)
 
 
 def _section_cost(section: str, lines: list[str], tok: Tokenizer) -> int:

@@ -596,6 +596,15 @@ class Entry:
     """The instruction alone, without the reasons said with it: what a newer one must
     speak of to replace it (the text when empty)."""
 
+    @property
+    def brief(self) -> str:
+        """The instruction without the reasons said with it, with the words the reply
+        acknowledged it in: what a note shows when its room is short."""
+        rule = self.rule or self.text
+        at = self.text.rfind(" (noted: ")
+        noted = self.text[at:] if at >= 0 else ""
+        return rule + noted if noted and noted not in rule else rule
+
 
 class Ledger:
     """Standing instructions, deduplicated; a newer one on the same subject replaces
