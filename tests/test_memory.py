@@ -695,14 +695,15 @@ def held_at_a_fifth(folder: Path, rounds: int) -> Held:
     return out
 
 
-# Nineteen sets of six conversations, each by an author who did not read the code, each
+# Twenty-four sets of six conversations, each by an author who did not read the code, each
 # written after the sets before it had been used to tune the digest: (folder, questions,
 # the share of answers a 20% budget keeps at least, the instructions it may lose, whether a
 # stale value may be shown without the current one). Each set was read once before any
 # change for it (answers held at 15%): third 82%, fourth 78%, fifth 66%, sixth 69%,
 # seventh 82%, eighth 67%, ninth 82%, tenth 81%, eleventh 77%, twelfth 66%, thirteenth
 # 71%, fourteenth 61%, fifteenth 80%, sixteenth 72%, seventeenth 79%, eighteenth 67%,
-# nineteenth 78% (the last six after most or all changes of their session).
+# nineteenth 78%, twentieth 82%, twenty-first 79%, twenty-second 78%, twenty-third 82%,
+# twenty-fourth 78% (the last eleven after some, most or all changes of their session).
 WRITTEN_SETS = [
     # a chat between friends, wedding planning, coding help, support, tutoring, English/Spanish
     pytest.param(WRITTEN, 161, 0.85, None, False, id="first"),
@@ -754,6 +755,21 @@ WRITTEN_SETS = [
     # a long general chat, Chinese (an interview in Shenzhen), retired colleagues, a novel's
     # launch, a food bank's rota, a coast-to-coast ride
     pytest.param(WRITTEN / "set19", 180, 0.78, 5, True, id="nineteenth"),
+    # a marathoner in Dublin, French (a bathroom in Lyon), flatmates texting, an ops agent
+    # migrating PostgreSQL, a Norwegian family history, a crime novelist
+    pytest.param(WRITTEN / "set20", 166, 0.88, 7, True, id="twentieth"),
+    # German (a move to Freiburg), a Kubernetes incident, siblings planning a party, an
+    # Irish-Liverpool family history, a novelist's second draft, marathon check-ins
+    pytest.param(WRITTEN / "set21", 164, 0.88, 8, True, id="twenty-first"),
+    # Japanese (a wedding in Kamakura), friends in dated sessions, a database agent, a
+    # seaman's memoir, a chemistry teacher's term, a kitchen renovation
+    pytest.param(WRITTEN / "set22", 157, 0.86, 8, True, id="twenty-second"),
+    # Spanish (a kitchen in Zaragoza), siblings in dated sessions, a newsletter's rules, a
+    # Postgres migration, a Polish family history, a rescue saluki
+    pytest.param(WRITTEN / "set23", 168, 0.85, 10, False, id="twenty-third"),
+    # Chinese (a flat in Hangzhou), flatmates' group chat, a sofa's support thread, a chef
+    # and her sous-chef, a PostgreSQL upgrade, an Italian family history
+    pytest.param(WRITTEN / "set24", 168, 0.82, 11, True, id="twenty-fourth"),
 ]
 
 
