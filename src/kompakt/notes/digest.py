@@ -1174,31 +1174,9 @@ def _adds_to(acked_as: str, rule: str) -> bool:
 
 _NOTED_CHARS = 60
 _FUNCTION = frozenset(
-    [
-        "i",
-        "i'll",
-        "i'm",
-        "you",
-        "your",
-        "me",
-        "my",
-        "we",
-        "the",
-        "a",
-        "an",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "it",
-        "is",
-        "be",
-        "will",
-        "won't",
-    ]
+    re.findall(
+        r"\S+", "i i'll i'm you your me my we the a an to of in on for and or it is be will won't"
+    )
 )
 
 

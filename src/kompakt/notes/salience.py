@@ -58,13 +58,15 @@ def _wordset(words: str) -> frozenset[str]:
 
 # -- instructions and preferences ------------------------------------------------------
 
-# verbs a rule opens with, told: "use", "run", "end every ..."
-_IMPERATIVE = (
-    r"(?:use|run|write|put|add|end|start|begin|include|keep|make|give|show|send|format|sign"
-    r"|mark|label|spell|round|list|cite|quote|flag|tag|number|call|address|reply|answer|respond"
-    r"|check|double-check|leave|stick|avoid|skip|finish|open|close|lead|sort|group|convert"
-    r"|translate|summari[sz]e|bold|highlight|link|attach|copy|cc|date)"
-)
+# verbs a rule opens with, told: "use", "run", "end every ..." (one list: the pattern
+# below, and the words that let a sentence be tried against it)
+_IMPERATIVE_VERBS = """use run write put add end start begin include keep make give show send
+    format sign mark label spell round list cite quote flag tag number call address reply
+    answer respond check double-check leave stick avoid skip finish open close lead sort
+    group convert translate summarise summarize bold highlight link attach copy cc date"""
+_IMPERATIVE = "(?:" + "|".join(_IMPERATIVE_VERBS.split()) + ")"
+# what a told rule may open with before its verb: "also", "oh and", "btw"
+_TOLD_OPENER = r"(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*"
 _INSTRUCTION_EN = re.compile(
     r"\b(?:always|never|from now on|going forward|from here on|in (?:the )?future"
     r"|(?:^|[,;:]\s*)for (?:anything|everything|all|any|every)\b(?! else)|in general|as a rule"
@@ -72,13 +74,14 @@ _INSTRUCTION_EN = re.compile(
     r"|whenever (?:i|you|we)|every time (?:i|you|we)|each time (?:i|you|we)|any time (?:i|you|we)"
     # told, for everything: "run everything with --dry-run first", "end every bit of
     # feedback with ...", "run things as svc-migr, not as me"
-    r"|^(?:[^:.!?]{0,30}: )?(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*"
+    r"|^(?:[^:.!?]{0,30}: )?"  # "One more format thing: end every ..."
+    + _TOLD_OPENER
     + _IMPERATIVE
     + r" [^.?!]{0,60}?\b(?:every|everything|each|always|throughout"
     r"|anything (?:to do with|about|related to|regarding))\b"
-    r"|^(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*" + _IMPERATIVE + r" [^.?!]{1,60}?,? not "
+    r"|^" + _TOLD_OPENER + _IMPERATIVE + r" [^.?!]{1,60}?,? not "
     r"(?!sure|yet|now\b)[^.?!]{0,40}\b(?:please|pls)\b"  # "send me links not screenshots pls"
-    r"|^(?:(?:also|and|oh|so|ok|plus|but|btw|then)[,]? )*(?:use|run|write|spell|format|reply"
+    r"|^" + _TOLD_OPENER + r"(?:use|run|write|spell|format|reply"
     r"|answer|respond|sign|address) [^.?!]{1,60}, not (?!sure|yet|now\b)"
     r"|(?:^|[,;:]\s*|\b(?:please|pls|and|but|also|so|you|just)\s+)"
     r"(?:do not|don't|dont) (?:ever )?(?!(?:worry|laugh|jinx|judge|panic|mind|care|ask|get me"
@@ -146,7 +149,7 @@ _INSTRUCTION_ZH = re.compile(
 )
 # a question said without its mark, as chats do: "怎么整理衣柜比较好", "你觉得呢"
 # asking the other to do it: Chinese "你", "请", "别"; Japanese "もらえる?", "ください"
-_ZH_ASKS = re.compile(r"你|您|请|别|(?<!要)不要(?!不)|もらえ|くれ|ほしい|ください|お願い")
+_ASKS_CJK = re.compile(r"你|您|请|别|(?<!要)不要(?!不)|もらえ|くれ|ほしい|ください|お願い")
 _QUESTION_ZH = re.compile(
     r"^(?:为什么|为啥|怎么|怎样|如何|哪|有没有|是不是|能不能|可不可以)|(?:吗|呢|么|怎么办)[。！!.~～]*$"
 )
@@ -491,7 +494,7 @@ def _reads_as_instruction(t: _Text) -> bool:
         if _INSTRUCTION_ZH.search(t.text) is None:
             return False
         # "换城市以后银行卡需要换吗": a question of one's own, asking nothing of the other
-        return not (t.question or _QUESTION_ZH.search(t.text)) or bool(_ZH_ASKS.search(t.text))
+        return not (t.question or _QUESTION_ZH.search(t.text)) or bool(_ASKS_CJK.search(t.text))
     if _one_off(t) and not _standing_cued(_atoms(t)):
         return False  # "wait, don't answer that": what was just said, not for good
     said = _CLAUSE_BREAK.split(t.text, maxsplit=1)[0] if t.question else t.text
@@ -607,14 +610,7 @@ _CUE_PAIRS = [
         ("no", "more"),
         ("keep make", "it your the them answers replies responses answer"),
         ("only", "want"),
-        (
-            """use run write put add end start begin include keep make give show send format
-            sign mark label spell round list cite quote flag tag number call address reply
-            answer respond check double leave stick avoid skip finish open close lead sort
-            group convert translate summarise summarize bold highlight link attach copy cc
-            date""",
-            "every everything each always throughout not",
-        ),
+        (_IMPERATIVE_VERBS.replace("-", " "), "every everything each always throughout not"),
         ("like want need", "you"),
         ("like", "my it"),
         ("love", "if"),
