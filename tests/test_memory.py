@@ -203,7 +203,7 @@ def test_a_request_cut_to_size_still_loses_its_stale_value() -> None:
     request = (
         "Please help me plan a trip: my flight to Reykjavik leaves on 14 March at 07:40, "
         "and I want three days of hiking, a hot spring, and somewhere quiet to stay. "
-        + "I like long walks, local food and early nights. "
+        + "It would be our first time that far north. "
         * 6
     )
     said = [Message.user(request), Message.assistant("Happy to help!")]

@@ -511,6 +511,7 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
         "kompakt.notes",
         "kompakt.notes.digest",
         "kompakt.notes.ledger",
+        "kompakt.notes.rule_weights",
         "kompakt.notes.salience",
         "kompakt.notes.sessions",
         "kompakt.notes.speakers",
@@ -822,7 +823,7 @@ def test_a_chats_spelling_of_small_words_names_no_subject() -> None:
 
 
 def test_always_has_been_is_told_not_asked() -> None:
-    assert not is_instruction("she loves italian, her fav is zizzi, always has been")
+    assert not is_instruction("my dad supports Leeds, always has been")
 
 
 def test_an_answer_that_says_from_now_on_acknowledges_a_rule() -> None:
