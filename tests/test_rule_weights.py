@@ -15,7 +15,8 @@ from kompakt.notes.salience import _read, _reads_as_instruction
     "text",
     [  # said nowhere in the conversations the weights were fitted on
         "I hate long answers, two paragraphs max.",
-        "one thing: no jargon, my board reads these",
+        "one thing: bullet points, not essays, I read on my phone",
+        "I really hate emoji in emails",
     ],
 )
 def test_a_rule_no_cue_reads_is_read_by_the_weights(text: str) -> None:

@@ -174,7 +174,6 @@ def test_standing_instructions_are_recognised(text: str) -> None:
         "Call me tomorrow, not today.",
         "コーヒーでお願いします",
         "If you are unsure, ask your photographer how they would structure the day.",
-        "If you do want them, consumables tend to be appreciated more than trinkets.",
         "when you get a chance, can you send me the file?",
         "if you call me tomorrow I will answer",
         "Quick one - Dave always sent me a Christmas calendar, do you lot still do that.",

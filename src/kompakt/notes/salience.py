@@ -1384,10 +1384,8 @@ def _self_fact_weight(t: _Text, source: str, specific: bool) -> float:
     """The user telling about themselves weighs most; the other side of a conversation
     (a second person in a chat between two) counts when it names something specific,
     so "I adopted a puppy named Luna" counts and "I can help with that" does not."""
-    if source == "user":
-        return 1.5 * _self_fact(t)
-    if source == "assistant" and specific:
-        return 1.5 * _self_fact(t)
+    if source == "user" or (source == "assistant" and specific):
+        return _SELF_FACT_WEIGHT * _self_fact(t)
     return 0.0
 
 
@@ -1398,6 +1396,16 @@ def _worded(content: tuple[str, ...]) -> bool:
 
 _COMMON_NAME = 4
 _COMMON_SHARE = 0.02
+# what each signal is worth in a unit's salience, and what a unit saying little keeps
+_CONSTRAINT_WEIGHT = 1.5
+_VALUE_WEIGHT = 2.25  # a value (up to three count)
+_CHANGE_WEIGHT = 1.5
+_ENTITY_WEIGHT = 2.4  # a name or identifier (up to three count)
+_SELF_FACT_WEIGHT = 1.5
+_RARITY_WEIGHT = 4.5
+_FEW_WORDS = 0.2  # under three content words, naming nothing
+_QUESTION_WEIGHT = 0.9  # a question that asks no value
+_GENERIC = 0.4  # a reply's generic advice
 _AUTHOR_WEIGHT = {"user": 1.25, "system": 1.25, "assistant": 0.6, "tool": 0.6}
 
 
@@ -1500,23 +1508,23 @@ class Salience:
         if self.names and _opening_name(t, self.names):
             entities += 1
         signal = (
-            2.5 * _constraint(t)
-            + 1.5 * min(values, 3.0)
-            + 1.5 * _change(t)
-            + 1.6 * min(entities, 3.0)
+            _CONSTRAINT_WEIGHT * _constraint(t)
+            + _VALUE_WEIGHT * min(values, 3.0)
+            + _CHANGE_WEIGHT * _change(t)
+            + _ENTITY_WEIGHT * min(entities, 3.0)
             + _self_fact_weight(t, source, bool(values or entities))
             + _PREFERENCE_WEIGHT * _preference(t)
-            + 3.0 * self._rarity(t)
+            + _RARITY_WEIGHT * self._rarity(t)
         )
         if len(t.content) < 3 and not (values or entities):
-            signal *= 0.2  # "sounds fine to me": a few words with nothing specific
+            signal *= _FEW_WORDS  # "sounds fine to me": a few words with nothing specific
         elif not (values or entities or _preference(t)) and everyday(t.content):
             signal *= _SMALL_TALK  # "I got lost using the map again"
         if not values and _LEAVING.search(t.text):
             signal *= _SMALL_TALK  # "anyway, gotta go pick up Lila": the chat ends, no news
         if t.question and not values:
-            signal *= 0.6  # what was asked says less than what was told
+            signal *= _QUESTION_WEIGHT  # what was asked says less than what was told
         generic = source == "assistant" and not (values or entities)
         if generic and _GENERIC_OPENERS.match(text):
-            signal *= 0.4  # generic advice
+            signal *= _GENERIC  # generic advice
         return round(signal * _AUTHOR_WEIGHT.get(source, 1.0), 4)
