@@ -20,7 +20,7 @@ thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 que
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
 and stale values shown as current (the old value kept without the new one). Then the same
-for the sets of a second to a twenty-seventh author (``set2`` to ``set27``), each written
+for the sets of a second to a thirtieth author (``set2`` to ``set30``), each written
 after the sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
@@ -316,6 +316,9 @@ def main() -> None:
         (WRITTEN / "set25", "twenty-fifth"),
         (WRITTEN / "set26", "twenty-sixth"),
         (WRITTEN / "set27", "twenty-seventh"),
+        (WRITTEN / "set28", "twenty-eighth"),
+        (WRITTEN / "set29", "twenty-ninth"),
+        (WRITTEN / "set30", "thirtieth"),
     ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,

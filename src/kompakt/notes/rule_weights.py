@@ -56,7 +56,7 @@ def told(text: str) -> float:
     True
     """
     weights, bias = _weights()
-    z = bias + sum(weights.get(f, 0.0) for f in features(text))
+    z = bias + sum(map(weights.get, features(text), itertools.repeat(0.0)))  # in C
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
