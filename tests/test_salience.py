@@ -510,7 +510,7 @@ def test_the_notes_are_a_leaf_of_the_package() -> None:
         "kompakt.notes",
         "kompakt.notes.digest",
         "kompakt.notes.ledger",
-        "kompakt.notes.rule_weights",
+        "kompakt.notes.fitted",
         "kompakt.notes.salience",
         "kompakt.notes.sessions",
         "kompakt.notes.speakers",

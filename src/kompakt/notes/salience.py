@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kompakt.notes.rule_weights import told
+from kompakt.notes.fitted import factual, told
 from kompakt.notes.vocabulary import everyday
 
 __all__ = [
@@ -1403,6 +1403,7 @@ _CHANGE_WEIGHT = 1.5
 _ENTITY_WEIGHT = 2.4  # a name or identifier (up to three count)
 _SELF_FACT_WEIGHT = 1.5
 _RARITY_WEIGHT = 4.5
+_FACT_WEIGHT = 5.0  # how likely the fitted weights find a fact asked for later in it
 _FEW_WORDS = 0.2  # under three content words, naming nothing
 _QUESTION_WEIGHT = 0.9  # a question that asks no value
 _GENERIC = 0.4  # a reply's generic advice
@@ -1515,6 +1516,7 @@ class Salience:
             + _self_fact_weight(t, source, bool(values or entities))
             + _PREFERENCE_WEIGHT * _preference(t)
             + _RARITY_WEIGHT * self._rarity(t)
+            + _FACT_WEIGHT * factual(text, source)
         )
         if len(t.content) < 3 and not (values or entities):
             signal *= _FEW_WORDS  # "sounds fine to me": a few words with nothing specific

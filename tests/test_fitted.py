@@ -1,4 +1,4 @@
-"""The fitted weights that read a standing rule no cue reads."""
+"""The fitted weights that read a standing rule no cue reads, and a fact asked for later."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from importlib.resources import files
 import pytest
 
 from kompakt.notes import is_instruction
-from kompakt.notes.rule_weights import features, told
+from kompakt.notes.fitted import factual, features, told
 from kompakt.notes.salience import _read, _reads_as_instruction
 
 
@@ -56,14 +56,32 @@ def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:
     assert "?" in features("请用中文回答？")
 
 
-def test_the_weights_file_is_what_the_script_writes() -> None:
-    """One bias, then one weight a feature, largest first: what `told` reads."""
-    lines = files("kompakt.notes").joinpath("rule_weights.txt").read_text("utf-8").splitlines()
-    assert lines[0].startswith("# written by scripts/rule_weights.py")
+@pytest.mark.parametrize(
+    ("fact", "chatter"),
+    [
+        ("The gate code for the allotment is 5531.", "Haha yes, totally, same here."),
+        ("We booked the Hotel Miramar for 12 to 15 June.", "Let me know if that helps at all!"),
+        ("Her vet is Dr Okonjo at the Westgate practice.", "That sounds like a lovely day out."),
+    ],
+)
+def test_a_fact_asked_for_later_reads_as_more_likely_than_chatter(fact: str, chatter: str) -> None:
+    for source in ("user", "assistant"):
+        assert factual(fact, source) > 0.3 > 0.1 > factual(chatter, source)
+
+
+@pytest.mark.parametrize(
+    ("table", "what"), [("rule_weights.txt", "rule"), ("fact_weights.txt", "fact")]
+)
+def test_the_weights_files_are_what_the_script_writes(table: str, what: str) -> None:
+    """One bias, then one weight a feature, largest first: what the scores read."""
+    lines = files("kompakt.notes").joinpath(table).read_text("utf-8").splitlines()
+    assert lines[0].startswith("# written by scripts/fitted_weights.py")
+    assert what in lines[0]
     assert lines[1].startswith("(bias)\t")
     weights = [float(line.rsplit("\t", 1)[1]) for line in lines[2:]]
     assert weights and all(abs(w) >= 0.1 for w in weights)
     assert [abs(w) for w in weights] == sorted((abs(w) for w in weights), reverse=True)
     named = [line.split("\t")[0] for line in lines[2:]]
-    assert all(f == "?" or f.split("=", 1)[0] in {"w", "b", "first", "c", "cb"} for f in named)
+    kinds = {"w", "b", "first", "c", "cb", "role"}
+    assert all(f == "?" or f.split("=", 1)[0] in kinds for f in named)
     assert len(set(named)) == len(named)
