@@ -1,7 +1,9 @@
 """Salience: how much a unit of conversation is worth keeping, read from its content.
 
 No model and no vocabulary of a domain: each signal is a small, separately tested
-reading of the text, and their sum is the unit's salience. What counts:
+reading of the text, and their sum is the unit's salience (one signal, and the reading of
+rules no cue reads, are weights fitted on hand-written conversations:
+`kompakt.notes.fitted`). What counts:
 
 * **instructions** and preferences the user states ("always ...", "never ...",
   "from now on ...", "I prefer ...", "please don't ...", and the same in Chinese);
@@ -12,6 +14,8 @@ reading of the text, and their sum is the unit's salience. What counts:
 * **facts the user states about themselves** ("my sister lives in Oslo");
 * **rarity** within the conversation: a unit whose words are rare here says more
   than one repeating what everybody says.
+* **what facts are said like**: how likely the fitted weights find in the unit a fact
+  a question later asks for.
 
 Filler (greetings, thanks, acknowledgements, pleasantries, generic advice) scores
 near zero. Who said a unit is one signal among the others, not a rank.
