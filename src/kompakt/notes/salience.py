@@ -485,9 +485,9 @@ def _instruction(t: _Text) -> bool:
     return t.rule
 
 
-# how sure the weights must be: held out by set, 55 of the 65 sentences they read as
-# rules past it told a rule or taste a question later asked for, and most of the other
-# ten told one nobody asked about
+# how sure the weights must be: held out by set, five in six of the sentences they read as
+# rules past it told a rule or taste a question later asked for, and most of the rest
+# told one nobody asked about
 _RULE_LIKELY = 0.8
 
 
@@ -1401,6 +1401,7 @@ def _worded(content: tuple[str, ...]) -> bool:
 _COMMON_NAME = 4
 _COMMON_SHARE = 0.02
 # what each signal is worth in a unit's salience, and what a unit saying little keeps
+# (fitted on the hand-written sets, held out by set: see docs/memory.md, Salience)
 _CONSTRAINT_WEIGHT = 1.5
 _VALUE_WEIGHT = 2.25  # a value (up to three count)
 _CHANGE_WEIGHT = 1.5
