@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from scipy.sparse import csr_matrix
 from sklearn.linear_model import LogisticRegression
@@ -48,19 +49,20 @@ RULES = ("instruction", "preference")
 FACTS = ("fact", "temporal", "update")
 
 Row = tuple[frozenset[str], bool]
+Doc = dict[str, Any]  # a conversation's file: messages and questions
 
 
-def conversations() -> Iterator[dict[str, object]]:
+def conversations() -> Iterator[Doc]:
     for path in sorted(SETS.glob("**/conv_*.json")):
         yield json.loads(path.read_text(encoding="utf-8"))
 
 
-def rule_rows(doc: dict[str, object]) -> list[Row]:
+def rule_rows(doc: Doc) -> list[Row]:
     """The user's sentences no cue reads as a rule, each with whether it tells one."""
     rules = _answers(doc, RULES)
     common = _common(doc, _answers(doc, ("instruction",)), "user")  # a taste's answer is short
     out = []
-    for pos, m in enumerate(doc["messages"]):  # type: ignore[arg-type]
+    for pos, m in enumerate(doc["messages"]):
         if m["role"] != "user":
             continue
         for u in split_units(Message.user(m["content"]), pos):
@@ -71,12 +73,12 @@ def rule_rows(doc: dict[str, object]) -> list[Row]:
     return out
 
 
-def fact_rows(doc: dict[str, object]) -> list[Row]:
+def fact_rows(doc: Doc) -> list[Row]:
     """Every sentence, each with whether it holds a fact asked for later."""
     facts = _answers(doc, FACTS)
     common = _common(doc, facts, None)
     out = []
-    for pos, m in enumerate(doc["messages"]):  # type: ignore[arg-type]
+    for pos, m in enumerate(doc["messages"]):
         message = Message(role=m["role"], content=m["content"])
         for u in split_units(message, pos):
             lower = u.text.lower()
@@ -87,12 +89,12 @@ def fact_rows(doc: dict[str, object]) -> list[Row]:
     return out
 
 
-def _answers(doc: dict[str, object], kinds: tuple[str, ...]) -> list[str]:
-    return [q["answer"].lower() for q in doc["questions"] if q["kind"] in kinds]  # type: ignore[attr-defined]
+def _answers(doc: Doc, kinds: tuple[str, ...]) -> list[str]:
+    return [q["answer"].lower() for q in doc["questions"] if q["kind"] in kinds]
 
 
-def _common(doc: dict[str, object], answers: list[str], role: str | None) -> set[str]:
-    said = [m["content"].lower() for m in doc["messages"] if role in (None, m["role"])]  # type: ignore[attr-defined]
+def _common(doc: Doc, answers: list[str], role: str | None) -> set[str]:
+    said = [m["content"].lower() for m in doc["messages"] if role in (None, m["role"])]
     return {a for a in answers if sum(a in text for text in said) > SAID_IN}
 
 

@@ -61,8 +61,7 @@ def told(text: str) -> float:
     >>> told("I hate long answers, two paragraphs max.") > 0.8 > told("My sister lives in Oslo.")
     True
     """
-    weights, bias = _weights("rule_weights.txt")
-    return _sigmoid(bias + sum(map(weights.get, features(text), itertools.repeat(0.0))))
+    return _likelihood("rule_weights.txt", text)
 
 
 def factual(text: str, source: str) -> float:
@@ -72,12 +71,14 @@ def factual(text: str, source: str) -> float:
     >>> factual("The lock code is 4471.", "user") > factual("Haha yes, totally.", "user")
     True
     """
-    weights, bias = _weights("fact_weights.txt")
+    return _likelihood("fact_weights.txt", text, "role=" + source)
+
+
+def _likelihood(table: str, text: str, said_by: str = "") -> float:
+    """The logistic of `table`'s bias and weights of what `text` says (and who said it)."""
+    weights, bias = _weights(table)
     said = sum(map(weights.get, features(text), itertools.repeat(0.0)))  # summed in C
-    return _sigmoid(bias + weights.get("role=" + source, 0.0) + said)
-
-
-def _sigmoid(z: float) -> float:
+    z = bias + weights.get(said_by, 0.0) + said
     return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
