@@ -427,6 +427,7 @@ def standing_instructions(
     speakers = transcript_speakers([*messages, *later])
     people = "peer" in speakers.values()  # people talking instruct no assistant
     both = [*messages, *later]
+    chat = not _agent_run(both)
     for pos, m in enumerate(both):
         if is_note(m, opening=not said):
             for k, line in enumerate(split_ledger(m.text)[0]):
@@ -435,7 +436,7 @@ def standing_instructions(
         said = said or m.role not in ("system", "developer")
         if m.role == "user" and not people:
             units = split_units(m, pos, speakers=speakers)
-            rules = _rules_of(units, _acknowledged(both, pos))
+            rules = _rules_of(units, _acknowledged(both, pos), chat=chat)
             for u in units:
                 if u.order in rules:
                     rule = _unlabelled(u.text, speakers)
@@ -721,7 +722,7 @@ def _conversation(
         ex.dated.update((u.order, ex.when) for u in units)
     # between people nobody instructs an assistant: what they ask of each other is
     # ranked with everything else they say
-    rules = set() if _between_people(ex) else _rules_of(units, acked)
+    rules = set() if _between_people(ex) else _rules_of(units, acked, chat=not ex.agentic)
     # an agent's task is in the note whole: its sentences only supersede
     only = context_only or bonus == _AGENT_TASK
     if not rules:  # most messages: every unit is ranked, none goes to the ledger
@@ -839,15 +840,20 @@ def _unlabelled(text: str, speakers: Mapping[str, str]) -> str:
     return text
 
 
-def _rules_of(units: Sequence[Unit], acked: frozenset[str] = frozenset()) -> set[int]:
+def _rules_of(
+    units: Sequence[Unit], acked: frozenset[str] = frozenset(), *, chat: bool = False
+) -> set[int]:
     """The units of a message that state the user's standing instructions (by order):
-    those an instruction's cue reads, and those the reply acknowledged as one (`acked`,
-    from `acknowledged_rule`) in two words or more."""
+    those an instruction's cue reads (or the fitted weights, in a `chat`), and those the
+    reply acknowledged as one (`acked`, from `acknowledged_rule`) in two words or more."""
     rules = {
         u.order
         for u in units
         if u.source == "user"
-        and (is_instruction(u.text) or (bool(acked) and _acked(u.text, acked) and _asks(u)))
+        and (
+            is_instruction(u.text, chat=chat)
+            or (bool(acked) and _acked(u.text, acked) and _asks(u))
+        )
     }
     for k, u in enumerate(units[1:], start=1):  # "and no exclamation marks. ever."
         if units[k - 1].source == "user" and _FOR_GOOD.match(u.text):
@@ -1153,7 +1159,13 @@ def _acknowledgement(said: Sequence[Message], pos: int) -> str:
     its own words, without its opener ("Will do"): "" when it acknowledges none."""
     reply = said[pos + 1]
     head = acknowledgement(reply.text)
-    return _ACK_OPENER.sub("", head, count=1).strip() if head else ""
+    said = _ACK_OPENER.sub("", head, count=1).strip() if head else ""
+    if len(said) > _NOTED_CHARS:  # "no software recommendations, and I'll keep ...": the
+        said = _ACK_CLAUSE.split(said, maxsplit=1)[0]  # first clause says the rule again
+    return said
+
+
+_ACK_CLAUSE = re.compile(r",\s+(?:and|but|so|which)\b|[;:]\s|\s[—–-]\s")
 
 
 _ACK_OPENER = re.compile(

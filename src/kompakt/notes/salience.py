@@ -489,6 +489,12 @@ def _instruction(t: _Text) -> bool:
 # rules past it told a rule or taste a question later asked for, and most of the rest
 # told one nobody asked about
 _RULE_LIKELY = 0.8
+# in a conversation with an assistant, where the weights were learnt, they are trusted
+# further for the ledger: held out by set (thirty-two sets, two halves), 0.4 kept the most
+# instructions and answers at 10%, 15% and 20% budgets, once and five times over (0.3 to
+# 0.5 alike; 0.8 kept 3% fewer instructions): a rule read wrongly costs a line of the
+# ledger, a rule missed is lost. An agent's task is not what they learnt from.
+_RULE_LIKELY_IN_CHAT = 0.4
 
 
 def _reads_as_instruction(t: _Text) -> bool:
@@ -1291,9 +1297,11 @@ def _greets_by_name(t: _Text) -> bool:
     return bool(rest.words) and rest.words <= _FILLER_VOCABULARY and _filler(rest)
 
 
-def is_instruction(text: str) -> bool:
+def is_instruction(text: str, *, chat: bool = False) -> bool:
     """Whether `text` reads as a standing instruction or preference (how the work is to
-    be done from now on), not a one-off request or a question.
+    be done from now on), not a one-off request or a question; `chat` when it was said
+    to an assistant in conversation (not an agent's task), where the fitted weights read
+    more of them.
 
     >>> is_instruction("Always include version numbers when I ask about libraries.")
     True
@@ -1302,7 +1310,7 @@ def is_instruction(text: str) -> bool:
     >>> is_instruction("Can you do that for me?"), is_instruction("Fix the login bug.")
     (False, False)
     """
-    return _instruction(_read(text))
+    return _instruction(_read(text)) or (chat and told(text) > _RULE_LIKELY_IN_CHAT)
 
 
 def is_question(text: str) -> bool:
