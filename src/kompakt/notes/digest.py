@@ -1159,10 +1159,10 @@ def _acknowledgement(said: Sequence[Message], pos: int) -> str:
     its own words, without its opener ("Will do"): "" when it acknowledges none."""
     reply = said[pos + 1]
     head = acknowledgement(reply.text)
-    said = _ACK_OPENER.sub("", head, count=1).strip() if head else ""
-    if len(said) > _NOTED_CHARS:  # "no software recommendations, and I'll keep ...": the
-        said = _ACK_CLAUSE.split(said, maxsplit=1)[0]  # first clause says the rule again
-    return said
+    acked = _ACK_OPENER.sub("", head, count=1).strip() if head else ""
+    if len(acked) > _NOTED_CHARS:  # "no software recommendations, and I'll keep ...": the
+        acked = _ACK_CLAUSE.split(acked, maxsplit=1)[0]  # first clause says the rule again
+    return acked
 
 
 _ACK_CLAUSE = re.compile(r",\s+(?:and|but|so|which)\b|[;:]\s|\s[—–-]\s")
