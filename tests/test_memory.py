@@ -303,7 +303,7 @@ def test_a_rule_the_reply_acknowledges_for_good_goes_into_the_ledger(rule: str, 
     # a fact acknowledged is no rule, nor a change made (what reads as a rule alone,
     # "No emojis at all", is one whatever the reply)
     said[3] = Message.assistant("Noted: fasting blood test on the 14th.")
-    assert standing_instructions(said) == ([rule] if is_instruction(rule) else [])
+    assert standing_instructions(said) == ([rule] if is_instruction(rule, chat=True) else [])
     said[2] = Message.user("should I warm up before running? my knees hurt")
     said[3] = Message.assistant("Sure. Always warm up before running, and never stretch cold.")
     assert standing_instructions(said) == []  # an answer that opens with "Sure." is advice

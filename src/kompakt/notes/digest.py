@@ -436,11 +436,13 @@ def standing_instructions(
         said = said or m.role not in ("system", "developer")
         if m.role == "user" and not people:
             units = split_units(m, pos, speakers=speakers)
-            rules = _rules_of(units, _acknowledged(both, pos), chat=chat)
+            acked = _acknowledged(both, pos)
+            rules = _rules_of(units, acked, chat=chat)
             for u in units:
                 if u.order in rules:
                     rule = _unlabelled(u.text, speakers)
-                    ledger.add(rule, order=pos + u.order / 1e6, shown=pos < len(messages))
+                    shown, surely = pos < len(messages), not _weakly_read(u, acked)
+                    ledger.add(rule, order=pos + u.order / 1e6, shown=shown, replaces=surely)
     return [e.text for e in ledger.entries()]
 
 
@@ -753,7 +755,13 @@ def _conversation(
             if acked_as and _adds_to(acked_as, said):  # the reply's words: "(noted: ...)"
                 said = f"{said} (noted: {acked_as})"
                 acked_as = ""
-            ex.ledger.add(said, order=pos + u.order / 1e6, shown=not context_only, rule=rule)
+            ex.ledger.add(
+                said,
+                order=pos + u.order / 1e6,
+                shown=not context_only,
+                rule=rule,
+                replaces=not _weakly_read(u, acked),
+            )
         if u.order not in rules:  # a limit is a statement too: it may outdate another
             ex.units.append((u, recency, _CONTEXT_ONLY if only else bonus))
     return ruled
@@ -867,6 +875,15 @@ def _rules_of(
         if units[k - 1].order in rules and _ELABORATION.match(u.text):
             rules.add(u.order)
     return rules
+
+
+def _weakly_read(u: Unit, acked: frozenset[str]) -> bool:
+    """Whether only the fitted weights, trusted further in a chat, read `u` as a rule:
+    it joins the ledger but replaces no rule there ("are protein bars any good or just
+    chocolate bars" leaves "tell me the protein first" be)."""
+    if is_instruction(u.text) or (bool(acked) and _acked(u.text, acked)):
+        return False
+    return is_instruction(u.text, chat=True)
 
 
 def _acked(text: str, acked: frozenset[str]) -> bool:

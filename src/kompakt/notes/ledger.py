@@ -621,10 +621,11 @@ class Ledger:
         salience: float = 0.0,
         shown: bool = True,
         rule: str = "",
+        replaces: bool = True,
     ) -> None:
         """Add an instruction said at `order`; `rule` is the instruction alone where
         `text` also says why it holds (what a newer instruction must speak of to replace
-        it)."""
+        it); `replaces` False when it may only be added (read less surely than others)."""
         text = text.strip()
         if not text:
             return
@@ -636,8 +637,10 @@ class Ledger:
                 return  # said again (or contained in what is kept): nothing new
             if _norm(e.text) in key:
                 self._entries.remove(e)
-            elif e.order <= order and _replaces(
-                e.rule or e.text, rule, together=_said_together(e.order, order)
+            elif (
+                replaces
+                and e.order <= order
+                and _replaces(e.rule or e.text, rule, together=_said_together(e.order, order))
             ):
                 self._replace(e, rule)
         self._entries.append(Entry(text, order, salience, shown, "" if rule == text else rule))
