@@ -20,7 +20,7 @@ thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 que
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
 and stale values shown as current (the old value kept without the new one). Then the same
-for the sets of a second to a thirty-second author (``set2`` to ``set32``), each written
+for the sets of a second to a thirty-sixth author (``set2`` to ``set36``), each written
 after the sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
@@ -321,6 +321,10 @@ def main() -> None:
         (WRITTEN / "set30", "thirtieth"),
         (WRITTEN / "set31", "thirty-first"),
         (WRITTEN / "set32", "thirty-second"),
+        (WRITTEN / "set33", "thirty-third"),
+        (WRITTEN / "set34", "thirty-fourth"),
+        (WRITTEN / "set35", "thirty-fifth"),
+        (WRITTEN / "set36", "thirty-sixth"),
     ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,
