@@ -1417,12 +1417,6 @@ _ENTITY_WEIGHT = 2.4  # a name or identifier (up to three count)
 _SELF_FACT_WEIGHT = 1.5
 _RARITY_WEIGHT = 4.5
 _FACT_WEIGHT = 5.0  # how likely the fitted weights find a fact asked for later in it
-# how likely they find a rule or a taste in what the user said, where it is not one sure
-# enough for the ledger ("maybe keep it to bullet points?", a request between friends):
-# held out by set (thirty-six sets, two halves), 6 kept 1.6 points more instructions
-# at 15% and 20% and a few more answers on both halves (2 to 9 no better), with up to
-# seven stale values more in 6,231 questions
-_TOLD_WEIGHT = 6.0
 _FEW_WORDS = 0.2  # under three content words, naming nothing
 _QUESTION_WEIGHT = 0.9  # a question that asks no value
 _GENERIC = 0.4  # a reply's generic advice
@@ -1536,7 +1530,6 @@ class Salience:
             + _PREFERENCE_WEIGHT * _preference(t)
             + _RARITY_WEIGHT * self._rarity(t)
             + _FACT_WEIGHT * factual(text, source)
-            + (_TOLD_WEIGHT * told(text) if source == "user" else 0.0)
         )
         if len(t.content) < 3 and not (values or entities):
             signal *= _FEW_WORDS  # "sounds fine to me": a few words with nothing specific
