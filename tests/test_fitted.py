@@ -6,9 +6,15 @@ from importlib.resources import files
 
 import pytest
 
-from kompakt.notes import is_instruction
+from kompakt.messages import Message
+from kompakt.notes import Ledger, is_instruction, standing_instructions
 from kompakt.notes.fitted import factual, features, told
-from kompakt.notes.salience import _RULE_LIKELY, _read, _reads_as_instruction
+from kompakt.notes.salience import (
+    _RULE_LIKELY,
+    _RULE_LIKELY_IN_CHAT,
+    _read,
+    _reads_as_instruction,
+)
 
 
 @pytest.mark.parametrize(
@@ -39,6 +45,41 @@ def test_a_rule_no_cue_reads_is_read_by_the_weights(text: str) -> None:
 def test_what_tells_no_rule_is_not_read_as_one(text: str) -> None:
     assert told(text) < _RULE_LIKELY  # what the weights must be sure of to read a rule
     assert not is_instruction(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["bullet points are easier for me to read on the bus", "I like having the sources at the end."],
+)
+def test_in_a_chat_the_ledger_takes_a_rule_the_weights_read_less_surely(text: str) -> None:
+    """Told to an assistant in conversation, where the weights were learnt, a sentence
+    past 0.4 is a standing instruction; alone (and in an agent's task) it takes 0.8."""
+    assert _RULE_LIKELY_IN_CHAT < told(text) < _RULE_LIKELY
+    assert is_instruction(text, chat=True) and not is_instruction(text)
+    said = [
+        Message.user("Which dish is best for a slow cooker?"),
+        Message.assistant("A beef stew, a chili or pulled pork all work well in a slow cooker."),
+        Message.user(text),
+        Message.assistant("Sure."),
+    ]
+    assert standing_instructions(said) == [text]
+
+
+def test_a_rule_read_less_surely_replaces_no_rule_in_the_ledger() -> None:
+    rule = "when i log food, tell me the protein first, then calories."
+    asked = "are protein bars actually any good or just chocolate bars with a halo"
+    assert is_instruction(asked, chat=True) and not is_instruction(asked)
+    said = [
+        Message.user(rule),
+        Message.assistant("Will do: protein first, then calories, every time you log food."),
+        Message.user(asked),
+        Message.assistant("Some are fine; check the sugar and fibre before the protein."),
+    ]
+    assert standing_instructions(said) == [rule, asked]
+    ledger = Ledger()  # read surely, the same words would have cut the rule down
+    ledger.add(rule, order=0.0)
+    ledger.add(asked, order=2.0)
+    assert [e.text for e in ledger.entries()] == ["when i log food; then calories.", asked]
 
 
 def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:

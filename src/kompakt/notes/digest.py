@@ -441,8 +441,12 @@ def standing_instructions(
             for u in units:
                 if u.order in rules:
                     rule = _unlabelled(u.text, speakers)
-                    shown, surely = pos < len(messages), not _weakly_read(u, acked)
-                    ledger.add(rule, order=pos + u.order / 1e6, shown=shown, replaces=surely)
+                    ledger.add(
+                        rule,
+                        order=pos + u.order / 1e6,
+                        shown=pos < len(messages),
+                        replaces=not _weakly_read(u, acked),
+                    )
     return [e.text for e in ledger.entries()]
 
 
