@@ -20,8 +20,8 @@ thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 que
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
 and stale values shown as current (the old value kept without the new one). Then the same
-for the sets of a second to a fortieth author (``set2`` to ``set40``, no thirty-eighth
-yet), each written after the sets before it had been used to tune the digest.
+for the sets of a second to a fortieth author (``set2`` to ``set40``), each written
+after the sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
 """
@@ -326,6 +326,7 @@ def main() -> None:
         (WRITTEN / "set35", "thirty-fifth"),
         (WRITTEN / "set36", "thirty-sixth"),
         (WRITTEN / "set37", "thirty-seventh"),
+        (WRITTEN / "set38", "thirty-eighth"),
         (WRITTEN / "set39", "thirty-ninth"),
         (WRITTEN / "set40", "fortieth"),
     ):

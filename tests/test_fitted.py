@@ -107,7 +107,9 @@ def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:
 )
 def test_a_fact_asked_for_later_reads_as_more_likely_than_chatter(fact: str, chatter: str) -> None:
     for source in ("user", "assistant"):
-        assert factual(fact, source) > 0.25 > 0.1 > factual(chatter, source)
+        # (the margins move a little each time the tables are refitted on more sets)
+        assert factual(fact, source) > 0.25 > 0.15 > factual(chatter, source)
+        assert factual(fact, source) > 5 * factual(chatter, source)
 
 
 @pytest.mark.parametrize(
