@@ -76,10 +76,12 @@ def test_a_rule_read_less_surely_replaces_no_rule_in_the_ledger() -> None:
         Message.assistant("Some are fine; check the sugar and fibre before the protein."),
     ]
     assert standing_instructions(said) == [rule, asked]
-    ledger = Ledger()  # read surely, the same words would have cut the rule down
-    ledger.add(rule, order=0.0)
-    ledger.add(asked, order=2.0)
-    assert [e.text for e in ledger.entries()] == ["when i log food; then calories.", asked]
+    changed = "from now on when i log food, give me the calories first."
+    for replaces, kept in ((True, [changed]), (False, [rule, changed])):
+        ledger = Ledger()  # read surely, the newer would replace the rule
+        ledger.add(rule, order=0.0)
+        ledger.add(changed, order=2.0, replaces=replaces)
+        assert [e.text for e in ledger.entries()] == kept
 
 
 def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:

@@ -610,6 +610,24 @@ def test_a_change_to_one_of_several_rules_said_together_leaves_the_others() -> N
     assert any(e.text.startswith("Some rules for all letters") for e in ledger.entries())
 
 
+def test_a_rule_sharing_one_word_or_a_language_s_function_words_replaces_none() -> None:
+    """A newer rule replaces an older one on its subject, not one it shares a word in
+    passing with ("easy runs by heart rate" then "my long run moves to Saturdays"), nor
+    the words a language says every rule with ("bitte immer mit ...")."""
+    from kompakt.notes import Ledger
+
+    ledger = Ledger()
+    ledger.add("Could we set the easy runs by heart rate zones rather than pace?", order=16.0)
+    ledger.add("I'm moving my long run to Saturdays from now on.", order=50.0)
+    ledger.add("Datumsangaben bitte immer mit Wochentag.", order=60.0)
+    ledger.add("Noch eine Bitte: Beträge immer mit zwei Nachkommastellen.", order=70.0)
+    ledger.add("Quand tu parles de dates, mets toujours le jour de la semaine.", order=80.0)
+    ledger.add("Et désormais quand tu proposes un prix, donne aussi la marge.", order=90.0)
+    assert len(ledger.entries()) == 6
+    ledger.add("Actually no more heart rate zones, set the easy runs by pace again.", order=99.0)
+    assert not any("rather than pace" in e.text for e in ledger.entries())
+
+
 def test_between_friends_the_first_message_is_no_request() -> None:
     """Two people who write alike, turn for turn: "Happy new year!! How are you?" opens a
     chat, it asks nothing of an assistant; the note's room goes to what they told."""

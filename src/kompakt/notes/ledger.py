@@ -227,7 +227,30 @@ _UPDATE_GATE = _OTHER_LANGUAGE_CUES | frozenset(
 )
 
 
-_GENERIC |= _OTHER_LANGUAGE_CUES
+# The commonest function words of Spanish, Portuguese, French, German, Italian and
+# Catalan (those that are no English word): a rule's "sempre", "bitte" or "quand" is how
+# rules are said in that language, no subject two rules could share
+_OTHER_LANGUAGE_FUNCTION_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        """
+    siempre nunca favor porfa cuando que qué del las los una unos unas pero para por mis
+    tus sus les nos yo usted más menos muy también todo todos toda todas cada vez este
+    esta esto ese esa eso como cómo hay ser está están nada algo sempre quando dos das
+    os um uma ou mas com sem pelo pela na nas meu minha teu tua seu sua lhe eu você vocês
+    mais muito isso esse essa isto há são estão toujours jamais svp quand qui du des les
+    une et avec dans sur mon mes tes ses lui leur je tu vous nous elle très aussi tout
+    tous toute toutes chaque fois ce cette cet ces comme sont rien immer nie niemals bitte
+    wenn dass der das dem ein eine einen einem und oder aber mit ohne für von zu im auf
+    mein meine dein deine sein seine mir mich dir dich sich ich du sie wir er es mehr
+    weniger sehr alle alles jede jeder jedes dies diese dieser wie ist sind noch schon
+    nichts mai per favore che di della dei delle il lo la gli le uno senza da su mio mia
+    tuo suo io noi più meno molto anche tutto tutti ogni volta questo questa è sono niente
+    si us plau quan els amb sense meva teva em et jo més molt també tot vegada aquest
+    aquesta és són res""",
+    )
+)
+_GENERIC |= _OTHER_LANGUAGE_CUES | _OTHER_LANGUAGE_FUNCTION_WORDS
 
 
 def _update_cue(text: str, words: frozenset[str]) -> bool:
@@ -685,17 +708,33 @@ def _replaces(older: str, newer: str, *, together: bool = False) -> bool:
     shared = a & b
     # "forget stern, just use kubectl logs" changes what names stern: "write kubectl in
     # full" stands
+    instead = _INSTEAD_OF.search(newer)
+    if instead and _singular(instead.group(1).lower()) in a:
+        return True  # "Century Gothic instead of Arial": what it names, it replaces
     dropped = _DROPPED.search(newer)
     if dropped is None or dropped.group(1).lower() in older.lower():
-        if update_cue(newer) and _negates(older, newer):
+        if update_cue(newer) and _negates(older, newer) and _enough(shared, a, b):
             return True  # "don't ring me" then "from now on you can ring me": turned around
         # "from now on" says a rule is one, not that it changes another ("Letters to him
         # from now on" leaves "Some rules for all letters from now on: ..." standing)
-        if shared and update_cue(_FROM_NOW_ON.sub("", newer)):
+        if _enough(shared, a, b) and update_cue(_FROM_NOW_ON.sub("", newer)):
             return True
     return len(shared) >= 0.6 * min(len(a), len(b)) and len(shared) >= 2
 
 
+def _enough(shared: frozenset[str], a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether the subject words two rules share say they speak of one thing, beside a
+    change said: one word of several is a word in passing ("easy runs by heart rate"
+    then "my long run moves to Saturdays")."""
+    return len(shared) >= 2 or (len(shared) == 1 and min(len(a), len(b)) <= 2)
+
+
+_INSTEAD_OF = re.compile(
+    r"\b(?:instead of|rather than|in place of|en vez de|en lugar de|au lieu de|statt|anstatt"
+    r"|invece di|em vez de|em lugar de) (?:the |a |an |el |la |los |las |le |les |der |die "
+    r"|das |den |il |lo |o |os |as )?([^\W\d_][\w-]*)",
+    re.IGNORECASE,
+)
 _DROPPED = re.compile(
     r"\b(?:forget|drop|scrap|ditch|stop using|no more|never mind|cancel) (?:the |about )?([\w-]+)",
     re.IGNORECASE,
