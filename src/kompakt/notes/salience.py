@@ -838,7 +838,8 @@ _FUNCTION_WORDS = _wordset(
 
 _ACK_CHARS = 240
 _ACK = re.compile(
-    r"(?:noted|understood|got it|will do|i'll remember|i will remember|entendido|anotado"
+    r"(?:noted|understood|got it|will do|i'll remember|i will remember|great idea|good idea"
+    r"|good rule|good call|fair enough|makes sense|entendido|anotado|ricevuto|inteso"
     r"|apuntado|de acuerdo|verstanden|notiert|alles klar|compris|c'est noté|noté|entendu"
     r"|capito|combinado|pode deixar|好的|明白|收到|知道了|记住了|了解"
     r"|承知(?:しました|いたしました)|かしこまりました|わかりました|分かりました"
