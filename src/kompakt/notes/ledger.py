@@ -857,6 +857,13 @@ _MOVE = re.compile(
 _CLAUSE = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s*|,\s+|，|；")
 
 
+# a clause that only says what a value no longer is ("$12,050 total, not $11,200"): with
+# the changed clause gone, it would state the old value alone
+_DENIED = re.compile(
+    r"(?:not|no longer|instead of|rather than|nicht|pas|no|não|non)\s+\S+[\s.!]*$", re.IGNORECASE
+)
+
+
 def _other_names(clause: str, newer: str) -> bool:
     """Whether a clause names something `newer` does not."""
     said = newer.lower()
@@ -885,7 +892,11 @@ def surviving_clauses(older: str, newer: str) -> str:
     }
     rest = [p for p in parts if p not in apart]
     changed = [p for p in rest if _superseded(_statement(p), new)]
-    kept = [p for p in parts if p in apart or (changed and p not in changed)]
+    kept = [
+        p
+        for p in parts
+        if (p in apart or (changed and p not in changed)) and not _DENIED.match(p)
+    ]
     if len(kept) == len(parts) or not kept:
         return ""
     return "; ".join(kept)
