@@ -751,7 +751,9 @@ def acknowledgement(reply: str) -> str:
             _CJK.search(head) or value_signal(head) or entity_signal(head)
         )
     else:  # "Sure. Always warm up first." answers; "Sure, from now on ..." acknowledges
-        standing = bool(_ANSWER_OPENER.match(head) and _FROM_NOW.search(head))
+        # ("Ab jetzt schließe ich jede Antwort mit ..." opens on it)
+        opens = _ANSWER_OPENER.match(head) or _FROM_NOW.match(head)
+        standing = bool(opens and _FROM_NOW.search(head))
     if not standing:  # said after a draft: "I'll put that line on every email from now on."
         return _promised(reply)
     return head.strip()
@@ -867,7 +869,10 @@ _ACK_STANDING = re.compile(
     r"|in everything|in anything|in all"
     r"|siempre|nunca|a partir de ahora|de ahora en adelante|cada vez|immer|nie|niemals"
     r"|ab jetzt|ab sofort|von nun an|künftig|toujours|jamais|désormais|dorénavant"
-    r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante)\b"
+    r"|à partir de maintenant|sempre|mai|d'ora in poi|de agora em diante"
+    # a limit kept, or a rule for each of a kind: "höchstens fünf Stichpunkte"
+    r"|at most|no more than|höchstens|maximal|máximo|au maximum|al massimo|no máximo"
+    r"|jede[nmrs]?|chaque|cada|ogni)\b"
     r"|(?:^|[,;:!.—–-]\s*)(?:no|sin|kein|keine|pas de|niente|nada de|sem) \S"
     r"|\b(?:sem|sans|senza) \w"
     r"|以后|每次|一律|不再|都用"
