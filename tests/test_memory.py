@@ -278,6 +278,19 @@ def test_why_a_rule_holds_goes_into_the_ledger_with_it() -> None:
             "아 그리고 답변은 너무 길게 말고 항상 열 줄 안쪽으로 해 주세요.",
             "알겠습니다. 앞으로 답변은 열 줄 안쪽으로 짧게 드릴게요.",
         ),
+        (  # a limit acknowledged
+            "Bitte höchstens fünf Stichpunkte pro Antwort, lieber fasst du zusammen.",
+            "Verstanden, höchstens fünf Stichpunkte.",
+        ),
+        (  # acknowledged by an opener that agrees
+            "the motivational stuff at the end of messages makes me cringe, just the info",
+            "Fair enough, no more motivational stuff at the end, just the info.",
+        ),
+        (  # promised "from now on" after the facts, in the reply's inflection of the words
+            "Kannst du übrigens am Ende deiner Antworten kurz die offenen Punkte zusammenfassen?",
+            "Notiert: 24. bis 29. Juli.\n\nAb jetzt schließe ich jede Antwort mit den offenen "
+            "Punkten ab.",
+        ),
         (
             "but you forgot the allergy bit, every customer email needs the nuts line",
             "Sorry about that:\n\nMade in a kitchen that handles nuts.\n\nWarmly, Nell\n\n"

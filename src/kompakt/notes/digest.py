@@ -894,7 +894,13 @@ def _acked(text: str, acked: frozenset[str]) -> bool:
     """Whether the reply's acknowledgement (`acked`) restates this sentence: two of its
     words, or every word of its opening clause ("No emojis at all — grandma's phone shows
     boxes", "Et tutoie-moi, évidemment")."""
-    if len(acked.intersection(content_words(text))) >= 2:
+    words = content_words(text)
+    if len(acked.intersection(words)) >= 2:
+        return True
+    # the reply's words inflected otherwise ("die offenen Punkte" then "mit den offenen
+    # Punkten"): a long word's stem
+    stems = {w[:_STEM] for w in acked if len(w) >= _STEM}
+    if len({w for w in words if w in acked or w[:_STEM] in stems}) >= 2:
         return True
     said = content_words(_CLAUSE_HEAD.split(text, maxsplit=1)[0])
     return 0 < len(said) <= _HEAD_WORDS and all(
@@ -904,6 +910,7 @@ def _acked(text: str, acked: frozenset[str]) -> bool:
 
 _CLAUSE_HEAD = re.compile(r"\s[—–-]\s|[,;:(]\s")
 _HEAD_WORDS = 3
+_STEM = 5
 
 
 def _asks(u: Unit) -> bool:
@@ -914,7 +921,10 @@ def _asks(u: Unit) -> bool:
 
 
 _ASKS_FOR = re.compile(
-    r"^(?:\w+,? )?(?:can|could|would|will|pls|please) (?:you|u)\b", re.IGNORECASE
+    r"^(?:\w+,? )?(?:(?:can|could|would|will|pls|please) (?:you|u)|(?:kannst|könntest) du"
+    r"|(?:können|könnten) sie|peux-tu|pourrais-tu|pouvez-vous|pourriez-vous|puedes|podrías"
+    r"|puede usted|podría|puoi|potresti|podes|pode|poderia)\b",
+    re.IGNORECASE,
 )
 
 

@@ -893,9 +893,7 @@ def surviving_clauses(older: str, newer: str) -> str:
     rest = [p for p in parts if p not in apart]
     changed = [p for p in rest if _superseded(_statement(p), new)]
     kept = [
-        p
-        for p in parts
-        if (p in apart or (changed and p not in changed)) and not _DENIED.match(p)
+        p for p in parts if (p in apart or (changed and p not in changed)) and not _DENIED.match(p)
     ]
     if len(kept) == len(parts) or not kept:
         return ""

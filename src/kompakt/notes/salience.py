@@ -793,8 +793,8 @@ def _promised(reply: str) -> str:
         if _ACK.match(_AND.sub("", said, count=1)):
             if _ACK_STANDING.search(said):
                 return _AND.sub("", said, count=1)
-        elif _PROMISE.search(said) and _ACK_STANDING.search(said):
-            return said
+        elif (_PROMISE.search(said) or _FROM_NOW.match(said)) and _ACK_STANDING.search(said):
+            return said  # "Ab jetzt schließe ich jede Antwort mit ...": a promise too
     return ""
 
 
@@ -802,7 +802,9 @@ _PROMISES = r"i['’]ll|i will|i won['’]t|i will not|i['’]m going to"
 _PROMISE = re.compile(rf"\b(?:{_PROMISES})\b", re.IGNORECASE)
 # a promise, or a "noted" said past the opening, as `_promised` reads them
 _PROMISE_GATE = re.compile(
-    rf"\b(?:{_PROMISES}|noted|anotado|anotada|apuntado|notiert|noté|c'est noté)\b",
+    rf"\b(?:{_PROMISES}|noted|anotado|anotada|apuntado|notiert|noté|c'est noté"
+    r"|from now on|going forward|ab jetzt|ab sofort|von nun an|a partir de ahora"
+    r"|de ahora en adelante|désormais|dorénavant|d'ora in poi|de agora em diante)\b",
     re.IGNORECASE,
 )
 
@@ -822,6 +824,15 @@ _PROMISE_WORDS = (
     "anotad",
     "apuntado",
     "notiert",
+    "from now on",
+    "going forward",
+    "ab jetzt",
+    "ab sofort",
+    "von nun an",
+    "a partir de ahora",
+    "de ahora en adelante",
+    "d'ora in poi",
+    "de agora em diante",
 )
 _AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
 # a sentence ends at a stop and a space, not after a title ("Dr. Nwosu") or "e.g."
