@@ -345,7 +345,10 @@ def _subject(text: str) -> frozenset[str]:
 
 def _singular(word: str) -> str:
     """An English plural as its singular, near enough to compare ("classes", "boxes",
-    "tickets"); other words as they are ("bus", "glass", "its")."""
+    "tickets"); other words as they are ("bus", "glass", "its"). A word in "-y" after a
+    consonant is read as its plural is ("summary" and "summaries": "summarie")."""
+    if len(word) >= 4 and word[-1] == "y" and word[-2] not in "aeiouy":
+        return word[:-1] + "ie"
     if len(word) < 4 or word[-1] != "s" or word[-2] in "siu'" or word in _NOT_PLURAL:
         return word
     if word.endswith(("sses", "ches", "shes", "xes")):
