@@ -20,7 +20,7 @@ thread, a tutoring chat, an English/Spanish chat; 270-370 messages and 24-29 que
 each). Printed: the share of questions whose answer is still in what would be sent, by
 kind (facts and dates; instructions and preferences; the current value of what changed),
 and stale values shown as current (the old value kept without the new one). Then the same
-for the sets of a second to a fortieth author (``set2`` to ``set40``), each written
+for the sets of a second to a forty-fourth author (``set2`` to ``set44``), each written
 after the sets before it had been used to tune the digest.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_memory.py [--conversations 12] [--seed 7]``
@@ -329,6 +329,10 @@ def main() -> None:
         (WRITTEN / "set38", "thirty-eighth"),
         (WRITTEN / "set39", "thirty-ninth"),
         (WRITTEN / "set40", "fortieth"),
+        (WRITTEN / "set41", "forty-first"),
+        (WRITTEN / "set42", "forty-second"),
+        (WRITTEN / "set43", "forty-third"),
+        (WRITTEN / "set44", "forty-fourth"),
     ):
         written(methods, folder, author)
     # the digest's speed on a long span, cold: every message distinct (as in a real chat,

@@ -49,7 +49,7 @@ def test_what_tells_no_rule_is_not_read_as_one(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["bullet points are easier for me to read on the bus", "I like having the sources at the end."],
+    ["bullet points are easier for me to read on the bus", "sources at the end suit me best"],
 )
 def test_in_a_chat_the_ledger_takes_a_rule_the_weights_read_less_surely(text: str) -> None:
     """Told to an assistant in conversation, where the weights were learnt, a sentence
@@ -84,7 +84,7 @@ def test_a_rule_read_less_surely_replaces_no_rule_in_the_ledger() -> None:
         assert [e.text for e in ledger.entries()] == kept
 
 
-def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:
+def test_features_are_words_pairs_stems_the_length_the_first_word_and_cjk_characters() -> None:
     assert features("Bullet points, NOT essays.") == {
         "w=bullet",
         "w=points",
@@ -94,7 +94,10 @@ def test_features_are_words_pairs_the_first_word_and_cjk_characters() -> None:
         "b=points_not",
         "b=not_essays",
         "first=bullet",
+        "n=0",  # under six words
     }
+    # a long word's stem: its inflections alike
+    assert "s=stich" in features("Stichpunkte") & features("höchstens fünf Stichpunkten")
     assert {"c=用", "c=中", "cb=用中"} <= features("请用中文回答？")
     assert "?" in features("请用中文回答？")
 
@@ -127,6 +130,6 @@ def test_the_weights_files_are_what_the_script_writes(table: str, what: str) -> 
     assert weights and all(abs(w) >= 0.1 for w in weights)
     assert [abs(w) for w in weights] == sorted((abs(w) for w in weights), reverse=True)
     named = [line.split("\t")[0] for line in lines[2:]]
-    kinds = {"w", "b", "first", "c", "cb", "role"}
+    kinds = {"w", "b", "s", "n", "first", "c", "cb", "role"}
     assert all(f == "?" or f.split("=", 1)[0] in kinds for f in named)
     assert len(set(named)) == len(named)

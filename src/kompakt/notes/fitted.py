@@ -4,8 +4,8 @@ The cues of `kompakt.notes.salience` read the usual ways of telling a rule ("alw
 ...", "from now on ...", "please don't ...") and the usual marks of a fact (a value, a
 name, a date); people say both in more ways than any list holds ("bullet points not
 essays", "the lock code's the year grandad was born"). Two tables of weights read the
-rest, each a linear score over a sentence's words, word pairs and first word (CJK text as
-characters and character pairs):
+rest, each a linear score over a sentence's words, word pairs, long words' stems, length
+and first word (CJK text as characters and character pairs):
 
 * `told`: how likely a sentence tells a standing rule or a taste (`rule_weights.txt`);
 * `factual`: how likely it holds a fact a question will later ask for (`fact_weights.txt`).
@@ -35,15 +35,19 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 @lru_cache(maxsize=1 << 16)  # a user's sentence is read for a rule and for a fact
 def features(text: str) -> frozenset[str]:
     """What the weights read in `text`: its lower-cased words (``w=``), neighbouring
-    word pairs (``b=``), first word (``first=``), CJK characters and character pairs
-    (``c=``, ``cb=``), and a closing question mark (``?``).
+    word pairs (``b=``), the stems of its long words (``s=``, their first five letters:
+    "Stichpunkte" and "Stichpunkten" alike), how many words it has (``n=``, in sixes),
+    its first word (``first=``), CJK characters and character pairs (``c=``, ``cb=``),
+    and a closing question mark (``?``).
 
     >>> sorted(features("Use UTC?"))
-    ['?', 'b=use_utc', 'first=use', 'w=use', 'w=utc']
+    ['?', 'b=use_utc', 'first=use', 'n=0', 'w=use', 'w=utc']
     """
     words = _WORD.findall(text.lower().replace("’", "'"))
     out = {"w=" + w for w in words}
     out.update("b=" + a + "_" + b for a, b in itertools.pairwise(words))
+    out.update(["s=" + w[:5] for w in words if len(w) > 6])
+    out.add("n=" + str(min(len(words) // 6, 5)))
     if words:
         out.add("first=" + words[0])
     if not text.isascii():
