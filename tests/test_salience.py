@@ -251,6 +251,21 @@ def test_chinese_text_is_split_and_counted() -> None:
     assert "上海" in content_words("我下周三去上海。")
 
 
+def test_an_emoji_before_a_capital_ends_a_sentence() -> None:
+    """Where no stop was typed, an emoji ends the sentence: the count is a statement and the
+    question after it another, so the count can supersede the older one."""
+    said = "We're now at 110 guests 🙃 Does that change anything for you?"
+    assert split_sentences(said) == [
+        "We're now at 110 guests 🙃",
+        "Does that change anything for you?",
+    ]
+    assert superseded("We're at about 95 guests at the moment.", split_sentences(said)[0])
+    assert split_sentences("love it 😍 and the cake ❤️ Also the band!") == [
+        "love it 😍 and the cake ❤️",
+        "Also the band!",
+    ]
+
+
 def test_an_update_supersedes_the_stale_value() -> None:
     assert superseded("The deadline is March 1.", "The deadline moved to April 5.")
     assert superseded("Response time is 400 ms.", "Response time is now 250 ms.")

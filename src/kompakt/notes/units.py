@@ -51,6 +51,8 @@ _ABBREVIATIONS = frozenset(
     )
 )
 _ENDS = frozenset(".!?。！？；")
+# an emoji (with its variation selector) before a capital, where a stop was not typed
+_EMOJI_END = re.compile(r"([\U0001F300-\U0001FAFF\u2600-\u27BF]\ufe0f?)\s+(?=[A-Z])")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d{1,2}[.)])\s+")
 _MIN_CHARS = 2
 _MAX_CHARS = 600
@@ -96,6 +98,10 @@ def split_sentences(line: str) -> list[str]:
     line = line.strip()
     if not line:
         return []
+    if not line.isascii() and (emoji := _EMOJI_END.search(line)):
+        # "We're now at 110 guests 🙃 Does that change anything?": the emoji ends one
+        cut = emoji.end(1)
+        return split_sentences(line[:cut]) + split_sentences(line[cut:])
     if _BULLET.match(line) and len(line) <= _MAX_CHARS:
         return [_BULLET.sub("", line, count=1).strip()]
     if _ENDS.isdisjoint(line):
