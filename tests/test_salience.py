@@ -272,6 +272,10 @@ def test_an_update_supersedes_the_stale_value() -> None:
     assert superseded("We use Redis for caching.", "We dropped Redis last sprint.")
     assert not superseded("My cat is called Tom.", "The deadline moved to April 5.")
     assert not superseded("I live in Oslo.", "I love Oslo in winter.")  # no change said
+    # "called" says a thing has a name, not what the thing is
+    assert not superseded(
+        "it's called The Ashen Crown.", "now a cult called the Cinder Choir wants the crown."
+    )
     assert superseded(
         "We're thinking Porto in July.", "We switched the holiday to Lisbon from Porto."
     )

@@ -135,6 +135,9 @@ _GENERIC = frozenset(
         "great",
         "well",
         # what labels an instruction, not what it is about ("rule for vendor emails: ...")
+        # what names a thing, not what it is: "it's called The Ashen Crown"
+        "called",
+        "named",
         "rule",
         "rules",
         "preference",
