@@ -894,13 +894,10 @@ def _acked(text: str, acked: frozenset[str]) -> bool:
     """Whether the reply's acknowledgement (`acked`) restates this sentence: two of its
     words, or every word of its opening clause ("No emojis at all — grandma's phone shows
     boxes", "Et tutoie-moi, évidemment")."""
-    words = content_words(text)
-    if len(acked.intersection(words)) >= 2:
-        return True
-    # the reply's words inflected otherwise ("die offenen Punkte" then "mit den offenen
-    # Punkten"): a long word's stem
+    # (a word of the reply's inflected otherwise is its long word's stem: "die offenen
+    # Punkte" then "mit den offenen Punkten")
     stems = {w[:_STEM] for w in acked if len(w) >= _STEM}
-    if len({w for w in words if w in acked or w[:_STEM] in stems}) >= 2:
+    if len({w for w in content_words(text) if w in acked or w[:_STEM] in stems}) >= 2:
         return True
     said = content_words(_CLAUSE_HEAD.split(text, maxsplit=1)[0])
     return 0 < len(said) <= _HEAD_WORDS and all(
