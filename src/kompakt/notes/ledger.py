@@ -134,10 +134,10 @@ _GENERIC = frozenset(
         "good",
         "great",
         "well",
-        # what labels an instruction, not what it is about ("rule for vendor emails: ...")
         # what names a thing, not what it is: "it's called The Ashen Crown"
         "called",
         "named",
+        # what labels an instruction, not what it is about ("rule for vendor emails: ...")
         "rule",
         "rules",
         "preference",

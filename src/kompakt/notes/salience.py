@@ -801,10 +801,23 @@ def _promised(reply: str) -> str:
 _PROMISES = r"i['’]ll|i will|i won['’]t|i will not|i['’]m going to"
 _PROMISE = re.compile(rf"\b(?:{_PROMISES})\b", re.IGNORECASE)
 # a promise, or a "noted" said past the opening, as `_promised` reads them
+# a sentence opening on one of these promises too ("Ab jetzt schließe ich jede Antwort ...")
+_FROM_NOW_PHRASES = (
+    "from now on",
+    "going forward",
+    "ab jetzt",
+    "ab sofort",
+    "von nun an",
+    "a partir de ahora",
+    "de ahora en adelante",
+    "désormais",
+    "dorénavant",
+    "d'ora in poi",
+    "de agora em diante",
+)
 _PROMISE_GATE = re.compile(
     rf"\b(?:{_PROMISES}|noted|anotado|anotada|apuntado|notiert|noté|c'est noté"
-    r"|from now on|going forward|ab jetzt|ab sofort|von nun an|a partir de ahora"
-    r"|de ahora en adelante|désormais|dorénavant|d'ora in poi|de agora em diante)\b",
+    rf"|{'|'.join(_FROM_NOW_PHRASES)})\b",
     re.IGNORECASE,
 )
 
@@ -824,15 +837,7 @@ _PROMISE_WORDS = (
     "anotad",
     "apuntado",
     "notiert",
-    "from now on",
-    "going forward",
-    "ab jetzt",
-    "ab sofort",
-    "von nun an",
-    "a partir de ahora",
-    "de ahora en adelante",
-    "d'ora in poi",
-    "de agora em diante",
+    *(p for p in _FROM_NOW_PHRASES if p.isascii()),
 )
 _AND = re.compile(r"^(?:and|also|e|y|et|und|anche)\s+", re.IGNORECASE)
 # a sentence ends at a stop and a space, not after a title ("Dr. Nwosu") or "e.g."
